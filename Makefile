@@ -1,0 +1,104 @@
+# rdmacm-rs — build, test, install.
+#
+#   make            build build/librdmacm.so.1 (+ pkg-config file)
+#   make test       every test: host checks, then the soft-RoCE VM suite
+#   make demo       boot the soft-RoCE VM and show upstream programs on our library
+#   make bench      instruction counts against Debian's librdmacm (not a test)
+#   make install    PREFIX=/usr/local LIBDIR=$(PREFIX)/lib INCLUDEDIR=$(PREFIX)/include DESTDIR=
+#   make headers    regenerate include/ with cbindgen
+
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+CARGO ?= cargo
+CC ?= cc
+
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+# ABI level = minor of the newest version node that exports a function.
+LEVEL := $(shell awk '/^RDMACM_1\.[0-9]+ *\{/ { n = $$1; sub(/RDMACM_1\./, "", n) } \
+	/^[ \t]+rdma_[a-z_]+;|^[ \t]+r[a-z_]+;/ { if (n > lvl) lvl = n } END { print lvl + 0 }' librdmacm.map)
+SOFILE := librdmacm.so.1.$(LEVEL).$(VERSION)
+B := build
+LIB := $(B)/$(SOFILE)
+STATIC := target/release/librdmacm.a
+RUST_SRC := $(shell find src -name '*.rs') Cargo.toml build.rs abi-tests/layout/layout.c
+
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR ?=
+
+.PHONY: all lib headers check-headers test host-test vm-test demo bench install uninstall clean setup-host
+
+all: lib $(B)/librdmacm.pc
+
+lib: $(B)/librdmacm.so.1
+
+$(STATIC): $(RUST_SRC)
+	RDMACM_REQUIRE_LAYOUT=$${RDMACM_REQUIRE_LAYOUT:-1} $(CARGO) build --release --quiet
+
+# Rust cannot put version nodes on a cdylib: link the staticlib ourselves.
+$(LIB): $(STATIC) librdmacm.map
+	@mkdir -p $(B)
+	$(CC) -shared -o $@ -Wl,-soname,librdmacm.so.1 -Wl,--version-script=librdmacm.map \
+		-Wl,--gc-sections -Wl,-z,relro -Wl,-z,now -Wl,--strip-debug -Wl,--no-undefined \
+		-Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive \
+		-Wl,--no-as-needed -libverbs -Wl,--as-needed -lgcc_s -lpthread -ldl -lc
+
+$(B)/librdmacm.so.1: $(LIB)
+	@rm -f $(B)/librdmacm.so.1.* 2>/dev/null; true
+	@test -f $(LIB) || $(MAKE) --no-print-directory $(LIB)
+	ln -sf $(SOFILE) $(B)/librdmacm.so.1
+	ln -sf librdmacm.so.1 $(B)/librdmacm.so
+
+$(B)/librdmacm.pc: pkgconfig/librdmacm.pc.in Cargo.toml librdmacm.map
+	@mkdir -p $(B)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|1.$(LEVEL).$(VERSION)|' $< > $@
+
+headers:
+	cbindgen --quiet --config cbindgen.toml --crate rdmacm-rs --output include/rdma/rdma_cma.h
+	cbindgen --quiet --config cbindgen-ib.toml --crate rdmacm-rs --output include/infiniband/ib.h
+
+check-headers:
+	@mkdir -p $(B)/headers
+	cbindgen --quiet --config cbindgen.toml --crate rdmacm-rs --output $(B)/headers/rdma_cma.h
+	cbindgen --quiet --config cbindgen-ib.toml --crate rdmacm-rs --output $(B)/headers/ib.h
+	diff -u include/rdma/rdma_cma.h $(B)/headers/rdma_cma.h
+	diff -u include/infiniband/ib.h $(B)/headers/ib.h
+
+setup-host:
+	bash abi-tests/setup-host.sh
+
+# Host checks (no RDMA needed), then the real-kernel suite in the VM.
+test: setup-host
+	bash abi-tests/run-tests.sh
+
+host-test: setup-host
+	RDMACM_SKIP_VM=1 bash abi-tests/run-tests.sh
+
+vm-test: all
+	bash abi-tests/vm/vm-test.sh
+
+demo: setup-host all
+	bash abi-tests/vm/demo.sh
+
+bench: setup-host all
+	bash abi-tests/bench.sh
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/rdma $(DESTDIR)$(INCLUDEDIR)/infiniband $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/$(SOFILE)
+	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/librdmacm.so.1
+	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
+	install -m 0644 include/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h
+	install -m 0644 include/infiniband/ib.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h
+	install -m 0644 $(B)/librdmacm.pc $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/$(SOFILE) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so \
+		$(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
+
+clean:
+	rm -rf $(B) target

@@ -1,0 +1,95 @@
+/*
+ * layout.c — prints the size of every public librdmacm struct and the
+ * offset and size of every field, plus the values of the public constants,
+ * one per line: "struct.field offset size" / "const NAME value".
+ *
+ * Built twice by abi-tests/layout/check.sh: against Debian's upstream headers
+ * (/usr/include, from librdmacm-dev) and against ours (include/); the two
+ * outputs must be identical. build.rs also turns the upstream output into
+ * compile-time assertions on the Rust types of src/abi.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/ib.h>
+
+#define S(T) printf("%s - 0 %zu\n", #T, sizeof(struct T))
+#define U(T) printf("%s - 0 %zu\n", #T, sizeof(union T))
+#define F(T, f) printf("%s %s %zu %zu\n", #T, #f, offsetof(struct T, f), sizeof(((struct T *)0)->f))
+#define C(n) printf("const %s %llu\n", #n, (unsigned long long)(n))
+
+int main(void)
+{
+	S(rdma_event_channel);
+	F(rdma_event_channel, fd);
+
+	S(rdma_ib_addr);
+	F(rdma_ib_addr, sgid); F(rdma_ib_addr, dgid); F(rdma_ib_addr, pkey);
+
+	S(rdma_addr);
+	F(rdma_addr, src_addr); F(rdma_addr, src_sin); F(rdma_addr, src_sin6); F(rdma_addr, src_storage);
+	F(rdma_addr, dst_addr); F(rdma_addr, dst_sin); F(rdma_addr, dst_sin6); F(rdma_addr, dst_storage);
+	F(rdma_addr, addr); F(rdma_addr, addr.ibaddr);
+
+	S(rdma_route);
+	F(rdma_route, addr); F(rdma_route, path_rec); F(rdma_route, num_paths);
+
+	S(rdma_cm_id);
+	F(rdma_cm_id, verbs); F(rdma_cm_id, channel); F(rdma_cm_id, context); F(rdma_cm_id, qp);
+	F(rdma_cm_id, route); F(rdma_cm_id, route.addr.src_addr); F(rdma_cm_id, route.addr.dst_addr);
+	F(rdma_cm_id, route.addr.addr.ibaddr.sgid); F(rdma_cm_id, route.addr.addr.ibaddr.dgid);
+	F(rdma_cm_id, route.addr.addr.ibaddr.pkey); F(rdma_cm_id, route.path_rec); F(rdma_cm_id, route.num_paths);
+	F(rdma_cm_id, ps); F(rdma_cm_id, port_num); F(rdma_cm_id, event);
+	F(rdma_cm_id, send_cq_channel); F(rdma_cm_id, send_cq); F(rdma_cm_id, recv_cq_channel);
+	F(rdma_cm_id, recv_cq); F(rdma_cm_id, srq); F(rdma_cm_id, pd); F(rdma_cm_id, qp_type);
+
+	S(rdma_conn_param);
+	F(rdma_conn_param, private_data); F(rdma_conn_param, private_data_len);
+	F(rdma_conn_param, responder_resources); F(rdma_conn_param, initiator_depth);
+	F(rdma_conn_param, flow_control); F(rdma_conn_param, retry_count);
+	F(rdma_conn_param, rnr_retry_count); F(rdma_conn_param, srq); F(rdma_conn_param, qp_num);
+
+	S(rdma_ud_param);
+	F(rdma_ud_param, private_data); F(rdma_ud_param, private_data_len); F(rdma_ud_param, ah_attr);
+	F(rdma_ud_param, qp_num); F(rdma_ud_param, qkey);
+
+	S(rdma_cm_event);
+	F(rdma_cm_event, id); F(rdma_cm_event, listen_id); F(rdma_cm_event, event); F(rdma_cm_event, status);
+	F(rdma_cm_event, param); F(rdma_cm_event, param.conn); F(rdma_cm_event, param.ud);
+	F(rdma_cm_event, param.ud.qp_num);
+
+	S(rdma_addrinfo);
+	F(rdma_addrinfo, ai_flags); F(rdma_addrinfo, ai_family); F(rdma_addrinfo, ai_qp_type);
+	F(rdma_addrinfo, ai_port_space); F(rdma_addrinfo, ai_src_len); F(rdma_addrinfo, ai_dst_len);
+	F(rdma_addrinfo, ai_src_addr); F(rdma_addrinfo, ai_dst_addr); F(rdma_addrinfo, ai_src_canonname);
+	F(rdma_addrinfo, ai_dst_canonname); F(rdma_addrinfo, ai_route_len); F(rdma_addrinfo, ai_route);
+	F(rdma_addrinfo, ai_connect_len); F(rdma_addrinfo, ai_connect); F(rdma_addrinfo, ai_next);
+
+	S(rdma_cm_join_mc_attr_ex);
+	F(rdma_cm_join_mc_attr_ex, comp_mask); F(rdma_cm_join_mc_attr_ex, join_flags);
+	F(rdma_cm_join_mc_attr_ex, addr);
+
+	S(ib_addr);
+	F(ib_addr, sib_addr8); F(ib_addr, sib_addr16); F(ib_addr, sib_addr32); F(ib_addr, sib_addr64);
+	S(sockaddr_ib);
+	F(sockaddr_ib, sib_family); F(sockaddr_ib, sib_pkey); F(sockaddr_ib, sib_flowinfo);
+	F(sockaddr_ib, sib_addr); F(sockaddr_ib, sib_sid); F(sockaddr_ib, sib_sid_mask);
+	F(sockaddr_ib, sib_scope_id);
+
+	C(RDMA_CM_EVENT_ADDR_RESOLVED); C(RDMA_CM_EVENT_ADDR_ERROR); C(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	C(RDMA_CM_EVENT_ROUTE_ERROR); C(RDMA_CM_EVENT_CONNECT_REQUEST); C(RDMA_CM_EVENT_CONNECT_RESPONSE);
+	C(RDMA_CM_EVENT_CONNECT_ERROR); C(RDMA_CM_EVENT_UNREACHABLE); C(RDMA_CM_EVENT_REJECTED);
+	C(RDMA_CM_EVENT_ESTABLISHED); C(RDMA_CM_EVENT_DISCONNECTED); C(RDMA_CM_EVENT_DEVICE_REMOVAL);
+	C(RDMA_CM_EVENT_MULTICAST_JOIN); C(RDMA_CM_EVENT_MULTICAST_ERROR); C(RDMA_CM_EVENT_ADDR_CHANGE);
+	C(RDMA_CM_EVENT_TIMEWAIT_EXIT);
+	C(RDMA_PS_IPOIB); C(RDMA_PS_TCP); C(RDMA_PS_UDP); C(RDMA_PS_IB);
+	C(RDMA_IB_IP_PS_MASK); C(RDMA_IB_IP_PORT_MASK); C(RDMA_IB_IP_PS_TCP); C(RDMA_IB_IP_PS_UDP);
+	C(RDMA_IB_PS_IB); C(RDMA_UDP_QKEY); C(RDMA_MAX_RESP_RES); C(RDMA_MAX_INIT_DEPTH);
+	C(RAI_PASSIVE); C(RAI_NUMERICHOST); C(RAI_NOROUTE); C(RAI_FAMILY);
+	C(RDMA_CM_JOIN_MC_ATTR_ADDRESS); C(RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS); C(RDMA_CM_JOIN_MC_ATTR_RESERVED);
+	C(RDMA_MC_JOIN_FLAG_FULLMEMBER); C(RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER); C(RDMA_MC_JOIN_FLAG_RESERVED);
+	C(RDMA_OPTION_ID); C(RDMA_OPTION_ID_TOS); C(RDMA_OPTION_ID_REUSEADDR); C(RDMA_OPTION_ID_AFONLY);
+	C(RDMA_OPTION_ID_ACK_TIMEOUT); C(RDMA_OPTION_IB); C(RDMA_OPTION_IB_PATH);
+	C(AF_IB); C(PF_IB);
+	return 0;
+}

@@ -1,0 +1,129 @@
+//! A fast path for the commonest `rdma_getaddrinfo` query: a numeric address
+//! literal with a numeric port, answered without glibc's `getaddrinfo`.
+//!
+//! It only answers where glibc's answer is fully determined and known; for
+//! everything else it returns `None` and the caller asks glibc. Conditions
+//! (the glibc hints that `rdma_getaddrinfo` derives from the caller's hints):
+//! - the caller gave hints (without hints glibc applies AI_ADDRCONFIG, whose
+//!   answer depends on the host's configured addresses);
+//! - the host is a strict dotted-quad IPv4 or an IPv6 literal without a scope
+//!   suffix (glibc's looser forms like `127.1` or `0x7f.1` go to glibc);
+//! - the family is AF_UNSPEC or the literal's own family (a mismatch is an
+//!   error that glibc reports);
+//! - socket type and protocol are one of the consistent pairs, so the first
+//!   glibc result is STREAM/TCP or DGRAM/UDP;
+//! - the service is absent or 1–5 ASCII digits with a value ≤ 65535.
+
+use libc::{sockaddr_in, sockaddr_in6, IPPROTO_TCP, IPPROTO_UDP, SOCK_DGRAM, SOCK_STREAM};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// What glibc would have returned as its first result.
+#[derive(Clone, Copy, Debug)]
+pub struct Answer {
+    pub socktype: i32,
+    pub protocol: i32,
+    pub addr: super::RawAddr,
+}
+
+/// The glibc-level request (after the rdma → glibc hint mapping).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GaiRequest {
+    pub family: i32,
+    pub socktype: i32,
+    pub protocol: i32,
+}
+
+/// Parse a service the way glibc does when it is purely numeric.
+pub fn numeric_port(service: Option<&[u8]>) -> Option<u16> {
+    match service {
+        None => Some(0),
+        Some(s) if !s.is_empty() && s.len() <= 5 && s.iter().all(u8::is_ascii_digit) => {
+            let v = s.iter().fold(0u32, |acc, d| acc * 10 + (d - b'0') as u32);
+            u16::try_from(v).ok()
+        }
+        _ => None,
+    }
+}
+
+fn first_type(req: &GaiRequest) -> Option<(i32, i32)> {
+    match (req.socktype, req.protocol) {
+        (0, 0) | (SOCK_STREAM, 0) | (SOCK_STREAM, IPPROTO_TCP) | (0, IPPROTO_TCP) => {
+            Some((SOCK_STREAM, IPPROTO_TCP))
+        }
+        (SOCK_DGRAM, 0) | (SOCK_DGRAM, IPPROTO_UDP) | (0, IPPROTO_UDP) => Some((SOCK_DGRAM, IPPROTO_UDP)),
+        _ => None,
+    }
+}
+
+/// Answer a request for a numeric node, or `None` if glibc must decide.
+pub fn resolve(node: &[u8], service: Option<&[u8]>, req: &GaiRequest) -> Option<Answer> {
+    let (socktype, protocol) = first_type(req)?;
+    let port = numeric_port(service)?.to_be();
+    // Short-circuit on the first byte: a literal starts with a hex digit or ':'.
+    let text = std::str::from_utf8(node).ok()?;
+    if let Ok(v4) = text.parse::<Ipv4Addr>() {
+        if req.family != 0 && req.family != libc::AF_INET {
+            return None;
+        }
+        // SAFETY: sockaddr_in is plain data; all-zero is valid.
+        let mut sin: sockaddr_in = unsafe { std::mem::zeroed() };
+        sin.sin_family = libc::AF_INET as u16;
+        sin.sin_port = port;
+        sin.sin_addr.s_addr = u32::from_ne_bytes(v4.octets());
+        return Some(Answer { socktype, protocol, addr: super::RawAddr::from_in(&sin) });
+    }
+    if text.contains(':') {
+        if let Ok(v6) = text.parse::<Ipv6Addr>() {
+            if req.family != 0 && req.family != libc::AF_INET6 {
+                return None;
+            }
+            // SAFETY: as above.
+            let mut sin6: sockaddr_in6 = unsafe { std::mem::zeroed() };
+            sin6.sin6_family = libc::AF_INET6 as u16;
+            sin6.sin6_port = port;
+            sin6.sin6_addr.s6_addr = v6.octets();
+            return Some(Answer { socktype, protocol, addr: super::RawAddr::from_in6(&sin6) });
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports() {
+        assert_eq!(numeric_port(None), Some(0));
+        assert_eq!(numeric_port(Some(b"7471")), Some(7471));
+        assert_eq!(numeric_port(Some(b"65535")), Some(65535));
+        assert_eq!(numeric_port(Some(b"65536")), None);
+        assert_eq!(numeric_port(Some(b"")), None);
+        assert_eq!(numeric_port(Some(b"+1")), None);
+        assert_eq!(numeric_port(Some(b" 1")), None);
+        assert_eq!(numeric_port(Some(b"ssh")), None);
+        assert_eq!(numeric_port(Some(b"000001")), None);
+    }
+
+    #[test]
+    fn literals() {
+        let req = GaiRequest::default();
+        let a = resolve(b"192.0.2.1", Some(b"7471"), &req).unwrap();
+        let sin = a.addr.as_in().unwrap();
+        assert_eq!(sin.sin_port, 7471u16.to_be());
+        assert_eq!(sin.sin_addr.s_addr.to_ne_bytes(), [192, 0, 2, 1]);
+        assert_eq!((a.socktype, a.protocol), (SOCK_STREAM, IPPROTO_TCP));
+        let a = resolve(b"fd00::1", None, &GaiRequest { protocol: IPPROTO_UDP, ..req }).unwrap();
+        assert_eq!(a.addr.len(), 28);
+        assert_eq!((a.socktype, a.protocol), (SOCK_DGRAM, IPPROTO_UDP));
+        // Forms glibc accepts but that must go to glibc.
+        for s in [&b"127.1"[..], b"0x7f.0.0.1", b"010.0.0.1", b"fe80::1%lo", b"host", b""] {
+            assert!(resolve(s, None, &req).is_none(), "{:?}", s);
+        }
+        // Family mismatches and inconsistent socket types go to glibc.
+        assert!(resolve(b"1.2.3.4", None, &GaiRequest { family: libc::AF_INET6, ..req }).is_none());
+        assert!(resolve(b"::1", None, &GaiRequest { family: libc::AF_INET, ..req }).is_none());
+        let bad = GaiRequest { socktype: SOCK_STREAM, protocol: IPPROTO_UDP, ..req };
+        assert!(resolve(b"1.2.3.4", None, &bad).is_none());
+    }
+}
