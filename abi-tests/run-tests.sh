@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# run-tests.sh — every test of rdmacm-rs, in order; `make test` runs it.
+#
+# Each step prints its own output; a step that ends with a line
+# "N passed, M failed[, K skipped]" (or cargo's "test result:") contributes
+# those counts, any other step counts as one test by its exit code. The
+# last line is the sum over all steps. RDMACM_SKIP_VM=1 leaves out the VM.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+mkdir -p build/logs
+
+P=0 F=0 K=0
+failed_steps=()
+step() {
+	local name=$1; shift
+	local log=build/logs/$name.log
+	echo "=== $name: $*"
+	local start=$SECONDS
+	"$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	local p f k line
+	line=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" | tail -n1)
+	if [ -n "$line" ]; then
+		p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<<"$line")
+		f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<<"$line")
+		k=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+	elif grep -q '^test result:' "$log"; then
+		p=$(grep '^test result:' "$log" | sed -E 's/.* ([0-9]+) passed.*/\1/' | awk '{ s += $1 } END { print s + 0 }')
+		f=$(grep '^test result:' "$log" | sed -E 's/.* ([0-9]+) failed.*/\1/' | awk '{ s += $1 } END { print s + 0 }')
+		k=0
+	else
+		p=$((rc == 0)) f=$((rc != 0)) k=0
+	fi
+	# A step that exits non-zero fails even if its counts say otherwise.
+	if ((rc != 0 && f == 0)); then f=1; fi
+	P=$((P + p)) F=$((F + f)) K=$((K + k))
+	((rc == 0)) || failed_steps+=("$name")
+	echo "=== $name: exit $rc, $p passed, $f failed, $k skipped ($((SECONDS - start)) s)"
+}
+
+step build make --no-print-directory all
+step unit cargo test --quiet
+step headers make --no-print-directory check-headers
+step layout bash abi-tests/layout/check.sh
+step symbols bash abi-tests/symbols.sh
+if [ -x abi-tests/gai/run-diff.sh ] || [ -f abi-tests/gai/run-diff.sh ]; then
+	step gai-diff bash abi-tests/gai/run-diff.sh
+	step gai-leak bash abi-tests/gai/leak.sh
+fi
+if [ "${RDMACM_SKIP_VM:-0}" != 1 ]; then
+	step vm bash abi-tests/vm/vm-test.sh
+fi
+
+((${#failed_steps[@]})) && echo "failed steps: ${failed_steps[*]}"
+echo "$P passed, $F failed, $K skipped"
+((F == 0))

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# setup-host.sh — install what the build and the host tests need (Debian 12).
+# Idempotent: does nothing when every package is already installed.
+set -euo pipefail
+
+pkgs=(build-essential pkg-config cbindgen valgrind util-linux
+      librdmacm1 librdmacm-dev libibverbs1 libibverbs-dev ibverbs-providers rdma-core)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "setup-host: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || { echo "setup-host: apt-get update failed" >&2; exit 1; }
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+		{ echo "setup-host: apt-get install ${missing[*]} failed" >&2; exit 1; }
+fi
+if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
+	echo "setup-host: no Rust toolchain (cargo) found" >&2
+	exit 1
+fi
