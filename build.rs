@@ -36,6 +36,14 @@ fn rust_const(name: &str) -> String {
     }
 }
 
+/// Where the Rust twin of a C type lives.
+fn rust_type(ty: &str) -> String {
+    match ty {
+        "ibv_device" => "crate::verbs::ibv_device".into(),
+        t => format!("crate::abi::{t}"),
+    }
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=abi-tests/layout/layout.c");
     println!("cargo:rerun-if-changed=build.rs");
@@ -72,19 +80,30 @@ fn main() {
                 writeln!(code, "const _: () = assert!(({}) == {}u64, \"constant {}\");", rust_const(name), value, name).unwrap();
             }
             [ty, "-", "0", size] => {
-                writeln!(code, "const _: () = assert!(core::mem::size_of::<crate::abi::{ty}>() == {size}, \"sizeof {ty}\");")
+                writeln!(code, "const _: () = assert!(core::mem::size_of::<{}>() == {size}, \"sizeof {ty}\");", rust_type(ty))
                     .unwrap();
+            }
+            ["ibv_device_attr", field, off, _] => {
+                // Read at fixed offsets by crate::verbs::DeviceAttr.
+                let c = format!("crate::verbs::DeviceAttr::OFF_{}", field.to_uppercase());
+                writeln!(code, "const _: () = assert!({c} == {off}, \"offsetof ibv_device_attr.{field}\");").unwrap();
+            }
+            ["ibv_context", "device", off, _] => {
+                // crate::verbs::context_device reads the first word.
+                writeln!(code, "const _: () = assert!({off} == 0, \"offsetof ibv_context.device\");").unwrap();
             }
             [ty, field, off, size] => {
                 let p = rust_path(ty, field);
                 writeln!(
                     code,
-                    "const _: () = assert!(core::mem::offset_of!(crate::abi::{ty}, {p}) == {off}, \"offsetof {ty}.{field}\");"
+                    "const _: () = assert!(core::mem::offset_of!({}, {p}) == {off}, \"offsetof {ty}.{field}\");",
+                    rust_type(ty)
                 )
                 .unwrap();
                 writeln!(
                     code,
-                    "const _: () = assert!(fsize(|x: &crate::abi::{ty}| unsafe {{ &x.{p} }}) == {size}, \"sizeof {ty}.{field}\");"
+                    "const _: () = assert!(fsize(|x: &{}| unsafe {{ &x.{p} }}) == {size}, \"sizeof {ty}.{field}\");",
+                    rust_type(ty)
                 )
                 .unwrap();
             }

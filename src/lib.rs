@@ -18,3 +18,4 @@ pub mod capi;
 pub mod cm;
 pub mod error;
 pub mod ucma;
+pub mod verbs;

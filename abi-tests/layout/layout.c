@@ -76,6 +76,32 @@ int main(void)
 	F(sockaddr_ib, sib_addr); F(sockaddr_ib, sib_sid); F(sockaddr_ib, sib_sid_mask);
 	F(sockaddr_ib, sib_scope_id);
 
+	/* libibverbs fields the library reads itself. */
+	S(ibv_device);
+	F(ibv_device, node_type); F(ibv_device, transport_type); F(ibv_device, name);
+	F(ibv_device, dev_name); F(ibv_device, dev_path); F(ibv_device, ibdev_path);
+	F(ibv_device_attr, max_qp_wr); F(ibv_device_attr, max_qp_rd_atom);
+	F(ibv_device_attr, max_qp_init_rd_atom); F(ibv_device_attr, phys_port_cnt);
+	F(ibv_context, device);
+	S(ibv_ah_attr);
+	F(ibv_ah_attr, grh); F(ibv_ah_attr, dlid); F(ibv_ah_attr, sl); F(ibv_ah_attr, src_path_bits);
+	F(ibv_ah_attr, static_rate); F(ibv_ah_attr, is_global); F(ibv_ah_attr, port_num);
+	S(ibv_sa_path_rec);
+	F(ibv_sa_path_rec, dgid); F(ibv_sa_path_rec, sgid); F(ibv_sa_path_rec, dlid); F(ibv_sa_path_rec, slid);
+	F(ibv_sa_path_rec, raw_traffic); F(ibv_sa_path_rec, flow_label); F(ibv_sa_path_rec, hop_limit);
+	F(ibv_sa_path_rec, traffic_class); F(ibv_sa_path_rec, reversible); F(ibv_sa_path_rec, numb_path);
+	F(ibv_sa_path_rec, pkey); F(ibv_sa_path_rec, sl); F(ibv_sa_path_rec, mtu_selector); F(ibv_sa_path_rec, mtu);
+	F(ibv_sa_path_rec, rate_selector); F(ibv_sa_path_rec, rate); F(ibv_sa_path_rec, packet_life_time_selector);
+	F(ibv_sa_path_rec, packet_life_time); F(ibv_sa_path_rec, preference);
+	S(ibv_path_record);
+	F(ibv_path_record, service_id); F(ibv_path_record, dgid); F(ibv_path_record, sgid);
+	F(ibv_path_record, dlid); F(ibv_path_record, slid); F(ibv_path_record, flowlabel_hoplimit);
+	F(ibv_path_record, tclass); F(ibv_path_record, reversible_numpath); F(ibv_path_record, pkey);
+	F(ibv_path_record, qosclass_sl); F(ibv_path_record, mtu); F(ibv_path_record, rate);
+	F(ibv_path_record, packetlifetime); F(ibv_path_record, preference); F(ibv_path_record, reserved);
+	S(ibv_path_data);
+	F(ibv_path_data, flags); F(ibv_path_data, reserved); F(ibv_path_data, path);
+
 	C(RDMA_CM_EVENT_ADDR_RESOLVED); C(RDMA_CM_EVENT_ADDR_ERROR); C(RDMA_CM_EVENT_ROUTE_RESOLVED);
 	C(RDMA_CM_EVENT_ROUTE_ERROR); C(RDMA_CM_EVENT_CONNECT_REQUEST); C(RDMA_CM_EVENT_CONNECT_RESPONSE);
 	C(RDMA_CM_EVENT_CONNECT_ERROR); C(RDMA_CM_EVENT_UNREACHABLE); C(RDMA_CM_EVENT_REJECTED);

@@ -219,6 +219,58 @@ int rdma_getaddrinfo(const char *node,
 
 void rdma_freeaddrinfo(struct rdma_addrinfo *res);
 
+int rdma_resolve_addrinfo(struct rdma_cm_id *id,
+                          const char *node,
+                          const char *service,
+                          const struct rdma_addrinfo *hints);
+
+int rdma_query_addrinfo(struct rdma_cm_id *id, struct rdma_addrinfo **info);
+
+struct rdma_event_channel *rdma_create_event_channel(void);
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel);
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event);
+
+int rdma_ack_cm_event(struct rdma_cm_event *event);
+
+const char *rdma_event_str(enum rdma_cm_event_type event);
+
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel);
+
+int rdma_write_cm_event(struct rdma_cm_id *id,
+                        enum rdma_cm_event_type event,
+                        int status,
+                        uint64_t arg);
+
+struct ibv_context **rdma_get_devices(int *num_devices);
+
+void rdma_free_devices(struct ibv_context **list);
+
+int rdma_create_id(struct rdma_event_channel *channel,
+                   struct rdma_cm_id **id,
+                   void *context,
+                   enum rdma_port_space ps);
+
+int rdma_destroy_id(struct rdma_cm_id *id);
+
+int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr);
+
+int rdma_resolve_addr(struct rdma_cm_id *id,
+                      struct sockaddr *src_addr,
+                      struct sockaddr *dst_addr,
+                      int timeout_ms);
+
+int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms);
+
+int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen);
+
+int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event);
+
+uint16_t rdma_get_src_port(struct rdma_cm_id *id);
+
+uint16_t rdma_get_dst_port(struct rdma_cm_id *id);
+
 #ifdef __cplusplus
 } // extern "C"
 #endif // __cplusplus

@@ -68,6 +68,8 @@ pub type RawEventType = u32;
 pub type RawPortSpace = u32;
 /// Raw `enum ibv_qp_type` as stored in structs.
 pub type RawQpType = u32;
+/// Raw `enum ibv_event_type` (argument of `rdma_notify`).
+pub type RawIbvEventType = u32;
 
 pub const RDMA_PS_IPOIB: c_int = 0x0002;
 pub const RDMA_PS_TCP: c_int = 0x0106;

@@ -8,6 +8,11 @@
 //! libibverbs applies, and libibverbs is touched only when a device context
 //! is really needed.
 
+pub mod device;
+pub mod event;
+pub mod id;
+pub mod registry;
+pub mod resolve_ai;
 pub mod sa;
 pub mod sysfs;
 

@@ -15,7 +15,7 @@ pub fn getaddrinfo_sa(service: Option<&CStr>) -> Result<Vec<AddrInfo>> {
     }
     // Upstream opens an event channel first: without the kernel's CM device
     // the call fails with that open's errno.
-    drop(crate::ucma::Device::open()?);
+    drop(crate::ucma::open()?);
     let ib_ports = crate::cm::sysfs::ports()
         .into_iter()
         .filter(|p| p.link_layer == "InfiniBand" && p.state >= PORT_ACTIVE)

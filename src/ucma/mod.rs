@@ -1,95 +1,149 @@
 //! The kernel's RDMA CM device, `/dev/infiniband/rdma_cm` (reference §3).
 //!
-//! Every command is one `write()` of an 8-byte header and a typed payload;
-//! responses are copied by the kernel into a buffer whose address travels
-//! in the payload.
+//! Every command is one `write()` of an 8-byte header and a typed payload
+//! ([`cmd::write_cmd`]); responses are copied by the kernel into a buffer
+//! whose address travels in the payload. The functions here take the raw fd
+//! of an event channel: each open of the device is one kernel "file", and
+//! ids and events live on it.
 
 pub mod cmd;
 
+use crate::addr::RawAddr;
 use crate::error::{Error, Result};
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use cmd::*;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 /// Path of the ucma character device.
-pub const DEVICE_PATH: &str = "/dev/infiniband/rdma_cm";
+pub const DEVICE_PATH: &[u8] = b"/dev/infiniband/rdma_cm\0";
 
-/// One open of the ucma device (one kernel "file": ids and events live on it).
-#[derive(Debug)]
-pub struct Device {
-    fd: OwnedFd,
+/// Open the device `O_RDWR | O_CLOEXEC`; the open's errno on failure.
+pub fn open() -> Result<OwnedFd> {
+    // SAFETY: valid C string; the fd is owned by OwnedFd from here on.
+    let fd = unsafe { libc::open(DEVICE_PATH.as_ptr() as *const libc::c_char, libc::O_RDWR | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::last_os());
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-impl Device {
-    /// Open the device `O_RDWR | O_CLOEXEC`; the open's errno on failure.
-    pub fn open() -> Result<Device> {
-        let path = CString::new(DEVICE_PATH).expect("no NUL in path");
-        // SAFETY: valid C string; the fd is owned by OwnedFd from here on.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return Err(Error::last_os());
+/// CREATE_ID: returns the kernel handle of a new id.
+pub fn create_id(fd: RawFd, uid: u64, ps: u16, qp_type: u8) -> Result<u32> {
+    let mut resp = IdResp::default();
+    let c = CreateId { uid, response: resp_ptr(&mut resp), ps, qp_type, reserved: [0; 5] };
+    write_cmd(fd, CREATE_ID, &c, std::mem::size_of::<IdResp>())?;
+    Ok(resp.id)
+}
+
+/// DESTROY_ID: returns how many events the kernel reported for the id.
+pub fn destroy_id(fd: RawFd, id: u32) -> Result<u32> {
+    let mut resp = EventsReported::default();
+    let c = DestroyId { response: resp_ptr(&mut resp), id, reserved: 0 };
+    write_cmd(fd, DESTROY_ID, &c, std::mem::size_of::<EventsReported>())?;
+    Ok(resp.events_reported)
+}
+
+/// BIND an id to an address.
+pub fn bind(fd: RawFd, id: u32, addr: &RawAddr) -> Result<()> {
+    let mut c = Bind::zeroed();
+    c.id = id;
+    c.addr_size = addr.len() as u16;
+    c.addr[..addr.len()].copy_from_slice(addr.as_bytes());
+    write_cmd(fd, BIND, &c, 0)
+}
+
+/// RESOLVE_ADDR (AF_IB-capable form).
+pub fn resolve_addr(fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<()> {
+    let mut c = ResolveAddr::zeroed();
+    c.id = id;
+    c.timeout_ms = timeout_ms;
+    if let Some(s) = src {
+        c.src_size = s.len() as u16;
+        c.src_addr[..s.len()].copy_from_slice(s.as_bytes());
+    }
+    c.dst_size = dst.len() as u16;
+    c.dst_addr[..dst.len()].copy_from_slice(dst.as_bytes());
+    write_cmd(fd, RESOLVE_ADDR, &c, 0)
+}
+
+pub fn resolve_route(fd: RawFd, id: u32, timeout_ms: u32) -> Result<()> {
+    write_cmd(fd, RESOLVE_ROUTE, &ResolveRoute { id, timeout_ms }, 0)
+}
+
+/// QUERY with a response of type `R`.
+pub fn query<R: Copy>(fd: RawFd, id: u32, option: u32, resp: &mut R) -> Result<()> {
+    let c = Query { response: resp_ptr(resp), id, option };
+    write_cmd(fd, QUERY, &c, std::mem::size_of::<R>())
+}
+
+pub fn set_option(fd: RawFd, id: u32, level: u32, optname: u32, optval: u64, optlen: u32) -> Result<()> {
+    write_cmd(fd, SET_OPTION, &SetOption { optval, id, level, optname, optlen }, 0)
+}
+
+pub fn notify(fd: RawFd, id: u32, event: u32) -> Result<()> {
+    write_cmd(fd, NOTIFY, &Notify { id, event }, 0)
+}
+
+/// MIGRATE_ID, written to the new file; returns events reported on the old.
+pub fn migrate_id(new_fd: RawFd, id: u32, old_fd: RawFd) -> Result<u32> {
+    let mut resp = EventsReported::default();
+    let c = MigrateId { response: resp_ptr(&mut resp), id, fd: old_fd as u32 };
+    write_cmd(new_fd, MIGRATE_ID, &c, std::mem::size_of::<EventsReported>())?;
+    Ok(resp.events_reported)
+}
+
+/// GET_EVENT: blocks (unless the fd is non-blocking) until an event is queued.
+pub fn get_event(fd: RawFd) -> Result<EventResp> {
+    let mut resp = EventResp::zeroed();
+    let c = GetEvent { response: resp_ptr(&mut resp) };
+    write_cmd(fd, GET_EVENT, &c, std::mem::size_of::<EventResp>())?;
+    Ok(resp)
+}
+
+/// WRITE_CM_EVENT (Linux ≥ 6.17): queue a USER or INTERNAL event on the id.
+pub fn write_cm_event(fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> Result<()> {
+    let mut c = WriteCmEvent::zeroed();
+    c.id = id;
+    c.event = event;
+    c.status = status;
+    c.param.arg32 = [arg as u32, (arg >> 32) as u32];
+    write_cmd(fd, WRITE_CM_EVENT, &c, 0)
+}
+
+/// RESOLVE_IB_SERVICE (Linux ≥ 6.17) by service id or by name.
+pub fn resolve_ib_service(fd: RawFd, id: u32, service_id: Option<u64>, name: &[u8]) -> Result<()> {
+    let mut c = ResolveIbService::zeroed();
+    c.id = id;
+    match service_id {
+        Some(sid) => {
+            c.service_id = sid;
+            c.flags = IB_SERVICE_FLAG_ID;
         }
-        // SAFETY: fd is a fresh descriptor we own.
-        Ok(Device { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
-    }
-
-    pub fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-
-    /// Write one command (`cmd` number, payload). A short write is ENODATA,
-    /// as upstream reports it; a failed one carries the kernel's errno.
-    pub fn write_cmd<P: Copy>(&self, cmd: u32, payload: &P, out: u16) -> Result<()> {
-        let mut buf = cmd::CmdBuf::<P> { hdr: cmd::Header { cmd, inlen: std::mem::size_of::<P>() as u16, out }, payload: *payload };
-        let len = std::mem::size_of_val(&buf);
-        // SAFETY: buf is a plain C struct of len bytes.
-        let n = unsafe { libc::write(self.fd(), &mut buf as *mut _ as *const libc::c_void, len) };
-        if n < 0 {
-            return Err(Error::last_os());
+        None => {
+            let n = name.len().min(c.service_name.len() - 1);
+            c.service_name[..n].copy_from_slice(&name[..n]);
+            c.flags = IB_SERVICE_FLAG_NAME;
         }
-        if n as usize != len {
-            return Err(Error::Errno(libc::ENODATA));
-        }
-        Ok(())
     }
-
-    /// CREATE_ID: returns the kernel handle of a new id.
-    pub fn create_id(&self, uid: u64, ps: u16, qp_type: u8) -> Result<u32> {
-        let mut resp = cmd::CreateIdResp::default();
-        let c = cmd::CreateId { uid, response: &mut resp as *mut _ as u64, ps, qp_type, reserved: [0; 5] };
-        self.write_cmd(cmd::CREATE_ID, &c, std::mem::size_of::<cmd::CreateIdResp>() as u16)?;
-        Ok(resp.id)
-    }
-
-    /// DESTROY_ID: returns how many events the kernel reported for the id.
-    pub fn destroy_id(&self, id: u32) -> Result<u32> {
-        let mut resp = cmd::DestroyIdResp::default();
-        let c = cmd::DestroyId { response: &mut resp as *mut _ as u64, id, reserved: 0 };
-        self.write_cmd(cmd::DESTROY_ID, &c, std::mem::size_of::<cmd::DestroyIdResp>() as u16)?;
-        Ok(resp.events_reported)
-    }
-
-    /// BIND an id to an address of `addr.len()` bytes.
-    pub fn bind(&self, id: u32, addr: &crate::addr::RawAddr) -> Result<()> {
-        let mut c = cmd::Bind { id, addr_size: addr.len() as u16, reserved: 0, addr: [0; 128] };
-        c.addr[..addr.len()].copy_from_slice(addr.as_bytes());
-        self.write_cmd(cmd::BIND, &c, 0)
-    }
+    write_cmd(fd, RESOLVE_IB_SERVICE, &c, 0)
 }
 
 /// Whether the kernel accepts AF_IB addresses (upstream's `af_ib_support`),
 /// probed once, lazily: bind a throw-away PS_IB id to the AF_IB wildcard.
 pub fn af_ib_support() -> bool {
+    use std::os::fd::AsRawFd;
     static SUPPORT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SUPPORT.get_or_init(|| {
-        let Ok(dev) = Device::open() else { return false };
-        let Ok(id) = dev.create_id(0, crate::abi::RDMA_PS_IB as u16, crate::abi::IBV_QPT_RC as u8) else {
+        let Ok(dev) = open() else { return false };
+        let fd = dev.as_raw_fd();
+        let Ok(id) = create_id(fd, 0, crate::abi::RDMA_PS_IB as u16, crate::abi::IBV_QPT_RC as u8) else {
             return false;
         };
         let mut sib = crate::abi::sockaddr_ib { sib_family: crate::abi::AF_IB as u16, ..Default::default() };
         sib.sib_sid = crate::abi::RDMA_IB_IP_PS_TCP.to_be();
         sib.sib_sid_mask = crate::abi::RDMA_IB_IP_PS_MASK.to_be();
-        let ok = dev.bind(id, &crate::addr::RawAddr::from_ib(&sib)).is_ok();
-        let _ = dev.destroy_id(id);
+        let ok = bind(fd, id, &RawAddr::from_ib(&sib)).is_ok();
+        let _ = destroy_id(fd, id);
         ok
     })
 }

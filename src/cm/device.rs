@@ -1,0 +1,226 @@
+//! RDMA devices as the CM sees them (reference §4.1): found by libibverbs
+//! only when first needed, opened lazily by GUID (+ kernel index), one
+//! shared PD per device while ids use it, a device that fails to open is
+//! skipped, an unknown GUID re-syncs the list (hot-plug).
+
+use crate::abi::{ibv_context, ibv_pd};
+use crate::error::{Error, Result};
+use crate::verbs::{self, ibv_device};
+use std::sync::{Mutex, MutexGuard};
+
+/// `ibv_get_device_index` when the kernel does not tell.
+pub(crate) const INVALID_INDEX: u32 = u32::MAX;
+
+pub struct CmDevice {
+    /// Node GUID in network byte order, as the kernel reports it.
+    pub guid: u64,
+    pub index: u32,
+    pub dev: *mut ibv_device,
+    pub verbs: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    /// Ids (and `rdma_get_devices` lists) holding this device.
+    pub refcnt: usize,
+    pub dead: bool,
+    pub max_qpsize: i32,
+    pub max_initiator_depth: u8,
+    pub max_responder_resources: u8,
+    pub port_cnt: u8,
+}
+
+// SAFETY: the raw pointers are libibverbs objects used only under DEVICES.
+unsafe impl Send for CmDevice {}
+
+pub struct Devices {
+    /// Boxed so that ids can keep stable pointers to entries.
+    pub list: Vec<Box<CmDevice>>,
+    /// The libibverbs list the entries come from (freed on re-sync).
+    raw: *mut *mut ibv_device,
+}
+
+// SAFETY: only accessed under the mutex.
+unsafe impl Send for Devices {}
+
+static DEVICES: Mutex<Devices> = Mutex::new(Devices { list: Vec::new(), raw: std::ptr::null_mut() });
+
+pub fn lock() -> MutexGuard<'static, Devices> {
+    DEVICES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Devices {
+    /// Re-read libibverbs' device list: add new devices, mark vanished ones
+    /// dead (freed once nobody holds them). ENODEV if there are none.
+    pub fn sync(&mut self) -> Result<()> {
+        let mut n = 0;
+        // SAFETY: plain libibverbs call; the list is owned by us.
+        let raw = unsafe { verbs::ibv_get_device_list(&mut n) };
+        if raw.is_null() {
+            return Err(Error::Errno(libc::ENODEV));
+        }
+        if n <= 0 {
+            // SAFETY: list from ibv_get_device_list.
+            unsafe { verbs::ibv_free_device_list(raw) };
+            return Err(Error::Errno(libc::ENODEV));
+        }
+        // SAFETY: raw holds n valid device pointers.
+        let new: Vec<*mut ibv_device> = (0..n as usize).map(|i| unsafe { *raw.add(i) }).collect();
+        for d in &mut self.list {
+            if !new.contains(&d.dev) {
+                d.dead = true;
+            }
+        }
+        for &dev in &new {
+            if !self.list.iter().any(|d| d.dev == dev) {
+                // SAFETY: dev is a valid device of the new list.
+                let (guid, idx) = unsafe { (verbs::ibv_get_device_guid(dev), verbs::ibv_get_device_index(dev)) };
+                self.list.push(Box::new(CmDevice {
+                    guid,
+                    index: if idx < 0 { INVALID_INDEX } else { idx as u32 },
+                    dev,
+                    verbs: std::ptr::null_mut(),
+                    pd: std::ptr::null_mut(),
+                    refcnt: 0,
+                    dead: false,
+                    max_qpsize: 0,
+                    max_initiator_depth: 0,
+                    max_responder_resources: 0,
+                    port_cnt: 0,
+                }));
+            }
+        }
+        // Kernel index order (GUID order where the index is unknown).
+        self.list.sort_by_key(|d| (d.index, u64::from_be(d.guid)));
+        self.reap();
+        if !self.raw.is_null() {
+            // SAFETY: the previous list; its devices stay referenced by
+            // libibverbs while contexts on them are open.
+            unsafe { verbs::ibv_free_device_list(self.raw) };
+        }
+        self.raw = raw;
+        Ok(())
+    }
+
+    /// Free dead devices nobody holds.
+    fn reap(&mut self) {
+        self.list.retain_mut(|d| {
+            if d.dead && d.refcnt == 0 {
+                release(d);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    fn find(&mut self, guid: u64, index: u32) -> Option<usize> {
+        self.list.iter().position(|d| {
+            !d.dead
+                && d.guid == guid
+                && (index == INVALID_INDEX || d.index == INVALID_INDEX || d.index == index)
+        })
+    }
+
+    /// The device with this GUID (and index), opened, with a PD, and one
+    /// more reference. Re-syncs once if it is unknown.
+    pub fn get(&mut self, guid: u64, index: u32) -> Result<*mut CmDevice> {
+        if self.raw.is_null() || self.find(guid, index).is_none() {
+            self.sync()?;
+        }
+        let i = self.find(guid, index).ok_or(Error::Errno(libc::ENODEV))?;
+        let d = &mut self.list[i];
+        open(d)?;
+        if d.pd.is_null() {
+            // SAFETY: verbs is an open context.
+            d.pd = unsafe { verbs::ibv_alloc_pd(d.verbs) };
+            if d.pd.is_null() {
+                return Err(Error::Errno(if crate::error::errno() != 0 { crate::error::errno() } else { libc::ENOMEM }));
+            }
+        }
+        d.refcnt += 1;
+        Ok(&mut **d as *mut CmDevice)
+    }
+
+    /// Drop one reference; the PD goes with the last one.
+    pub fn put(&mut self, dev: *mut CmDevice) {
+        let Some(d) = self.list.iter_mut().find(|d| std::ptr::eq(&***d, dev)) else { return };
+        d.refcnt = d.refcnt.saturating_sub(1);
+        if d.refcnt == 0 {
+            if !d.pd.is_null() {
+                // SAFETY: our PD, no id uses it any more.
+                unsafe { verbs::ibv_dealloc_pd(d.pd) };
+                d.pd = std::ptr::null_mut();
+            }
+            if d.dead {
+                self.reap();
+            }
+        }
+    }
+
+    /// Open every live device (`rdma_get_devices`), marking failures dead.
+    pub fn open_all(&mut self) -> Result<Vec<*mut ibv_context>> {
+        self.sync()?;
+        let mut out = Vec::new();
+        for d in self.list.iter_mut().filter(|d| !d.dead) {
+            if open(d).is_err() {
+                d.dead = true;
+                continue;
+            }
+            d.refcnt += 1;
+            out.push(d.verbs);
+        }
+        Ok(out)
+    }
+
+    /// Drop the references `rdma_get_devices` took for these contexts.
+    pub fn put_contexts(&mut self, ctxs: &[*mut ibv_context]) {
+        for d in self.list.iter_mut() {
+            let n = ctxs.iter().filter(|&&c| c == d.verbs && !c.is_null()).count();
+            d.refcnt = d.refcnt.saturating_sub(n);
+        }
+        self.reap();
+    }
+
+    /// The device entry behind an open context.
+    pub fn by_context(&self, ctx: *mut ibv_context) -> Option<&CmDevice> {
+        self.list.iter().map(|d| &**d).find(|d| d.verbs == ctx)
+    }
+}
+
+/// Open a device and read its limits (upstream's `ucma_init_device`).
+fn open(d: &mut CmDevice) -> Result<()> {
+    if !d.verbs.is_null() {
+        return Ok(());
+    }
+    // SAFETY: d.dev is a device from the current libibverbs list.
+    let ctx = unsafe { verbs::ibv_open_device(d.dev) };
+    if ctx.is_null() {
+        return Err(Error::Errno(libc::ENODEV));
+    }
+    let mut attr = verbs::DeviceAttr { raw: [0; 232] };
+    // SAFETY: ctx is open; attr has the size libibverbs expects.
+    let rc = unsafe { verbs::ibv_query_device(ctx, &mut attr) };
+    if rc != 0 {
+        // SAFETY: close what we opened.
+        unsafe { verbs::ibv_close_device(ctx) };
+        return Err(Error::Errno(rc));
+    }
+    d.verbs = ctx;
+    d.port_cnt = attr.phys_port_cnt();
+    d.max_qpsize = attr.max_qp_wr();
+    d.max_initiator_depth = attr.max_qp_init_rd_atom() as u8;
+    d.max_responder_resources = attr.max_qp_rd_atom() as u8;
+    Ok(())
+}
+
+fn release(d: &mut CmDevice) {
+    // SAFETY: objects we created; nobody holds the device any more.
+    unsafe {
+        if !d.pd.is_null() {
+            verbs::ibv_dealloc_pd(d.pd);
+        }
+        if !d.verbs.is_null() {
+            verbs::ibv_close_device(d.verbs);
+        }
+    }
+    d.pd = std::ptr::null_mut();
+    d.verbs = std::ptr::null_mut();
+}

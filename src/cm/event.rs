@@ -1,0 +1,246 @@
+//! Events: `rdma_get_cm_event`, `rdma_ack_cm_event`, `rdma_event_str`
+//! (reference §3.5, §4.10).
+//!
+//! No lock is held while a thread blocks in GET_EVENT: the kernel
+//! serialises readers of one fd, and ids on different channels never wait
+//! on one another.
+
+use super::id::{self, IdPriv};
+use super::registry;
+use crate::abi::*;
+use crate::error::{Error, Result};
+use crate::ucma::{self, cmd};
+
+/// What `rdma_get_cm_event` hands out: the public event first, then the
+/// private-data buffer its params point into, then our back-pointers.
+#[repr(C)]
+pub struct EventPriv {
+    pub event: rdma_cm_event,
+    pub private_data: [u8; cmd::MAX_PRIVATE_DATA],
+    pub id_priv: *mut IdPriv,
+}
+
+use rdma_cm_event_type as E;
+
+fn is_ud(idp: &IdPriv) -> bool {
+    idp.id().qp_type == IBV_QPT_UD as u32
+}
+
+fn copy_conn(ev: &mut EventPriv, src: &cmd::ConnParam) {
+    let len = src.private_data_len as usize;
+    let mut c = rdma_conn_param {
+        private_data: std::ptr::null(),
+        private_data_len: src.private_data_len,
+        responder_resources: src.responder_resources,
+        initiator_depth: src.initiator_depth,
+        flow_control: src.flow_control,
+        retry_count: src.retry_count,
+        rnr_retry_count: src.rnr_retry_count,
+        srq: src.srq,
+        qp_num: src.qp_num,
+    };
+    if len != 0 {
+        ev.private_data[..len].copy_from_slice(&src.private_data[..len]);
+        c.private_data = ev.private_data.as_ptr() as *const libc::c_void;
+    }
+    ev.event.param.conn = c;
+}
+
+/// `ibv_copy_ah_attr_from_kern`.
+pub fn ah_attr_from_kern(k: &cmd::UverbsAhAttr) -> ibv_ah_attr {
+    ibv_ah_attr {
+        grh: ibv_global_route {
+            dgid: ibv_gid { raw: k.dgid },
+            flow_label: k.flow_label,
+            sgid_index: k.sgid_index,
+            hop_limit: k.hop_limit,
+            traffic_class: k.traffic_class,
+        },
+        dlid: k.dlid,
+        sl: k.sl,
+        src_path_bits: k.src_path_bits,
+        static_rate: k.static_rate,
+        is_global: k.is_global,
+        port_num: k.port_num,
+    }
+}
+
+fn copy_ud(ev: &mut EventPriv, src: &cmd::UdParam) {
+    let len = src.private_data_len as usize;
+    let mut u = rdma_ud_param {
+        private_data: std::ptr::null(),
+        private_data_len: src.private_data_len,
+        ah_attr: ah_attr_from_kern(&src.ah_attr),
+        qp_num: src.qp_num,
+        qkey: src.qkey,
+    };
+    if len != 0 {
+        ev.private_data[..len].copy_from_slice(&src.private_data[..len]);
+        u.private_data = ev.private_data.as_ptr() as *const libc::c_void;
+    }
+    ev.event.param.ud = u;
+}
+
+fn copy_params(ev: &mut EventPriv, idp: &IdPriv, resp: &cmd::EventResp) {
+    // SAFETY: the kernel filled the union member matching the id's type.
+    unsafe {
+        if is_ud(idp) {
+            copy_ud(ev, &resp.param.ud);
+        } else {
+            copy_conn(ev, &resp.param.conn);
+        }
+    }
+}
+
+fn fail_status(e: Error) -> i32 {
+    match e {
+        Error::Errno(n) => -n,
+        Error::Eai(_) => -libc::EIO,
+    }
+}
+
+/// ADDR_RESOLVED: learn addresses, device and GIDs; any failure turns the
+/// event into ADDR_ERROR with `-errno` (upstream: status -1).
+fn process_addr_resolved(ev: &mut EventPriv, idp: &IdPriv) {
+    let r = id::query_addr(idp).and_then(|_| {
+        if idp.id().verbs.is_null() {
+            return Err(Error::Errno(libc::ENODEV));
+        }
+        if id::transport(idp) == Some(crate::verbs::IBV_TRANSPORT_IB) {
+            id::query_gid(idp)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = r {
+        ev.event.event = E::RDMA_CM_EVENT_ADDR_ERROR as u32;
+        ev.event.status = fail_status(e);
+    }
+}
+
+/// ROUTE_RESOLVED: the path records (IB transport only).
+fn process_route_resolved(ev: &mut EventPriv, idp: &IdPriv) {
+    if id::transport(idp) != Some(crate::verbs::IBV_TRANSPORT_IB) {
+        return;
+    }
+    if let Err(e) = id::query_path(idp) {
+        ev.event.event = E::RDMA_CM_EVENT_ROUTE_ERROR as u32;
+        ev.event.status = fail_status(e);
+    }
+}
+
+/// `rdma_get_cm_event` on a channel: the next event, processed.
+pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
+    let fd = registry::channel_fd(ch)?;
+    loop {
+        let resp = ucma::get_event(fd)?;
+        let idp_ptr = if resp.uid != 0 {
+            match registry::live_id(resp.uid) {
+                Some(p) => p,
+                None => continue, // not an id of ours: nothing can ack it
+            }
+        } else {
+            // Events without a uid (an un-accepted child): only ESTABLISHED
+            // is delivered, the rest is counted as acked and dropped.
+            let Some(p) = registry::lookup_handle(resp.id) else { continue };
+            if resp.event != E::RDMA_CM_EVENT_ESTABLISHED as u32 {
+                // SAFETY: a live id.
+                unsafe { (*p).complete_event() };
+                continue;
+            }
+            p
+        };
+        // SAFETY: a live id; it cannot be freed before this event is acked.
+        let idp = unsafe { &*idp_ptr };
+        // SAFETY: all-zero EventPriv is valid (NULL pointers, zero data).
+        let mut ev: Box<EventPriv> = Box::new(unsafe { std::mem::zeroed() });
+        ev.id_priv = idp_ptr;
+        ev.event.id = idp.id_ptr();
+        ev.event.event = resp.event;
+        ev.event.status = resp.status;
+        let arg = {
+            // SAFETY: arg32 is plain data in every variant.
+            let a = unsafe { resp.param.arg32 };
+            a[0] as u64 | (a[1] as u64) << 32
+        };
+        match resp.event {
+            x if x == E::RDMA_CM_EVENT_ADDR_RESOLVED as u32 => process_addr_resolved(&mut ev, idp),
+            x if x == E::RDMA_CM_EVENT_ROUTE_RESOLVED as u32 => process_route_resolved(&mut ev, idp),
+            x if x == E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u32 => super::resolve_ai::process_resolved(&mut ev, idp),
+            x if x == E::RDMA_CM_EVENT_ADDRINFO_ERROR as u32 => super::resolve_ai::clear_resolving(idp),
+            x if x == E::RDMA_CM_EVENT_USER as u32 => ev.event.param.arg = arg,
+            x if x == E::RDMA_CM_EVENT_INTERNAL as u32 => {
+                if arg != E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u64 {
+                    // Upstream returns EBADE and leaks the event, so
+                    // rdma_destroy_id hangs; an internal event that is not
+                    // ours is dropped and counted as acked.
+                    idp.complete_event();
+                    continue;
+                }
+                ev.event.event = E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u32;
+                super::resolve_ai::process_resolved(&mut ev, idp);
+            }
+            _ => copy_params(&mut ev, idp, &resp),
+        }
+        let p = Box::into_raw(ev) as *mut rdma_cm_event;
+        registry::add_event(p);
+        return Ok(p);
+    }
+}
+
+/// `rdma_ack_cm_event`: count the event as done for its id and free it.
+pub fn ack_event(e: *mut rdma_cm_event) -> Result<()> {
+    if e.is_null() || !registry::take_event(e) {
+        return Err(Error::Errno(libc::EINVAL));
+    }
+    // SAFETY: a live event made by get_event with Box, now unregistered.
+    let ev = unsafe { Box::from_raw(e as *mut EventPriv) };
+    // SAFETY: its id lives until this ack is counted.
+    unsafe { (*ev.id_priv).complete_event() };
+    Ok(())
+}
+
+/// `rdma_event_str`: the enumerator's name; USER and INTERNAL have none in
+/// upstream either ("UNKNOWN EVENT").
+pub fn event_str(ev: u32) -> &'static std::ffi::CStr {
+    const NAMES: [&[u8]; 18] = [
+        b"RDMA_CM_EVENT_ADDR_RESOLVED\0",
+        b"RDMA_CM_EVENT_ADDR_ERROR\0",
+        b"RDMA_CM_EVENT_ROUTE_RESOLVED\0",
+        b"RDMA_CM_EVENT_ROUTE_ERROR\0",
+        b"RDMA_CM_EVENT_CONNECT_REQUEST\0",
+        b"RDMA_CM_EVENT_CONNECT_RESPONSE\0",
+        b"RDMA_CM_EVENT_CONNECT_ERROR\0",
+        b"RDMA_CM_EVENT_UNREACHABLE\0",
+        b"RDMA_CM_EVENT_REJECTED\0",
+        b"RDMA_CM_EVENT_ESTABLISHED\0",
+        b"RDMA_CM_EVENT_DISCONNECTED\0",
+        b"RDMA_CM_EVENT_DEVICE_REMOVAL\0",
+        b"RDMA_CM_EVENT_MULTICAST_JOIN\0",
+        b"RDMA_CM_EVENT_MULTICAST_ERROR\0",
+        b"RDMA_CM_EVENT_ADDR_CHANGE\0",
+        b"RDMA_CM_EVENT_TIMEWAIT_EXIT\0",
+        b"RDMA_CM_EVENT_ADDRINFO_RESOLVED\0",
+        b"RDMA_CM_EVENT_ADDRINFO_ERROR\0",
+    ];
+    let name: &'static [u8] = NAMES.get(ev as usize).copied().unwrap_or(b"UNKNOWN EVENT\0");
+    std::ffi::CStr::from_bytes_with_nul(name).expect("NUL-terminated")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_strings() {
+        assert_eq!(event_str(0).to_str().unwrap(), "RDMA_CM_EVENT_ADDR_RESOLVED");
+        assert_eq!(event_str(15).to_str().unwrap(), "RDMA_CM_EVENT_TIMEWAIT_EXIT");
+        assert_eq!(event_str(17).to_str().unwrap(), "RDMA_CM_EVENT_ADDRINFO_ERROR");
+        assert_eq!(event_str(18).to_str().unwrap(), "UNKNOWN EVENT");
+        assert_eq!(event_str(u32::MAX).to_str().unwrap(), "UNKNOWN EVENT");
+    }
+
+    #[test]
+    fn private_data_follows_the_event() {
+        assert_eq!(std::mem::offset_of!(EventPriv, private_data), std::mem::size_of::<rdma_cm_event>());
+    }
+}

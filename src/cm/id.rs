@@ -1,0 +1,454 @@
+//! `rdma_cm_id`: creation, destruction, addresses, routes, options
+//! (reference §4.6–4.8, §4.11).
+//!
+//! The public `struct rdma_cm_id` is the first field of [`IdPriv`], so the
+//! pointer C code holds is the pointer to our private state, and header
+//! inlines reading `id->…` see what upstream would fill.
+
+use super::device::{self, CmDevice};
+use super::event::{self, ack_event};
+use super::registry;
+use crate::abi::*;
+use crate::addr::RawAddr;
+use crate::error::{Error, Result};
+use crate::ucma::{self, cmd};
+use std::os::fd::IntoRawFd;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::cell::UnsafeCell;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// State shared between the threads that use an id and the ones that read
+/// its events: guarded by `IdPriv::state`, waited on with `IdPriv::cond`.
+pub struct IdState {
+    /// Events of this id the user has acked (or the library dropped).
+    pub events_completed: u32,
+    /// `rdma_resolve_addrinfo` in progress.
+    pub resolving_ai: bool,
+    /// Its result, until `rdma_query_addrinfo` takes it.
+    pub resolved_ai: *mut rdma_addrinfo,
+}
+
+#[repr(C)]
+pub struct IdPriv {
+    /// Must stay first: C code holds `&id`. The library writes the public
+    /// fields it fills (addresses, device, event stash) through the cell.
+    pub id: UnsafeCell<rdma_cm_id>,
+    pub handle: u32,
+    /// Created with a NULL channel: owns a private channel, calls block.
+    pub sync: AtomicBool,
+    pub dev: AtomicPtr<CmDevice>,
+    pub state: Mutex<IdState>,
+    pub cond: Condvar,
+}
+
+impl IdPriv {
+    pub fn lock(&self) -> MutexGuard<'_, IdState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The public id, for writing the fields the library fills.
+    #[allow(clippy::mut_from_ref)]
+    pub fn id_mut(&self) -> &mut rdma_cm_id {
+        // SAFETY: like upstream, fields of the public id are written by the
+        // library on behalf of the (single) thread using the id.
+        unsafe { &mut *self.id.get() }
+    }
+
+    /// The public id, for reading.
+    pub fn id(&self) -> &rdma_cm_id {
+        // SAFETY: as above.
+        unsafe { &*self.id.get() }
+    }
+
+    pub fn id_ptr(&self) -> *mut rdma_cm_id {
+        self as *const IdPriv as *mut rdma_cm_id
+    }
+
+    pub fn fd(&self) -> i32 {
+        // SAFETY: an id's channel is alive as long as the id.
+        unsafe { (*self.id().channel).fd }
+    }
+
+    /// One more event of this id is finished with.
+    pub fn complete_event(&self) {
+        self.lock().events_completed += 1;
+        self.cond.notify_all();
+    }
+}
+
+/// Length of a socket address the kernel accepts, as upstream's
+/// `ucma_addrlen`: 0 for NULL and unknown families.
+///
+/// # Safety
+/// `addr` is NULL or readable for its family's length.
+pub unsafe fn addr_from_c(addr: *const libc::sockaddr) -> Option<RawAddr> {
+    if addr.is_null() {
+        return None;
+    }
+    let len = match (*addr).sa_family as i32 {
+        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
+        libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
+        AF_IB if ucma::af_ib_support() => std::mem::size_of::<sockaddr_ib>(),
+        _ => return None,
+    };
+    RawAddr::from_ptr(addr, len as u32).ok()
+}
+
+/// Make a new event channel (an open of the ucma device).
+pub fn create_channel() -> Result<*mut rdma_event_channel> {
+    super::init()?;
+    let fd = ucma::open()?.into_raw_fd();
+    let ch = Box::into_raw(Box::new(rdma_event_channel { fd }));
+    registry::add_channel(ch);
+    Ok(ch)
+}
+
+/// Close and free a channel. Refused (EBUSY) while ids live on it, and
+/// (EINVAL) for a pointer that is not a live channel.
+pub fn destroy_channel(ch: *mut rdma_event_channel) -> Result<()> {
+    registry::remove_channel(ch)?;
+    // SAFETY: a live channel we made with Box, now unregistered.
+    let b = unsafe { Box::from_raw(ch) };
+    // SAFETY: the channel owned this fd.
+    unsafe { libc::close(b.fd) };
+    Ok(())
+}
+
+/// `rdma_create_id`; `qp_type` follows the port space as upstream.
+pub fn create_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32) -> Result<*mut rdma_cm_id> {
+    super::init()?;
+    let qp_type = if ps == RDMA_PS_IPOIB as u32 || ps == RDMA_PS_UDP as u32 { IBV_QPT_UD } else { IBV_QPT_RC };
+    let (ch, sync) = if ch.is_null() {
+        (create_channel()?, true)
+    } else {
+        registry::channel_fd(ch)?;
+        (ch, false)
+    };
+    // SAFETY: all-zero is a valid rdma_cm_id (NULL pointers, zero fields).
+    let mut id: rdma_cm_id = unsafe { std::mem::zeroed() };
+    id.channel = ch;
+    id.context = context;
+    id.ps = ps;
+    id.qp_type = qp_type as u32;
+    let p = Box::into_raw(Box::new(IdPriv {
+        id: UnsafeCell::new(id),
+        handle: u32::MAX,
+        sync: AtomicBool::new(sync),
+        dev: AtomicPtr::new(std::ptr::null_mut()),
+        state: Mutex::new(IdState { events_completed: 0, resolving_ai: false, resolved_ai: std::ptr::null_mut() }),
+        cond: Condvar::new(),
+    }));
+    // SAFETY: ch is live (checked or just made).
+    let fd = unsafe { (*ch).fd };
+    match ucma::create_id(fd, p as u64, ps as u16, qp_type as u8) {
+        Ok(handle) => {
+            // SAFETY: p is ours and not yet shared.
+            unsafe { (*p).handle = handle };
+            registry::add_id(p, handle, ch);
+            Ok(p as *mut rdma_cm_id)
+        }
+        Err(e) => {
+            // SAFETY: never registered, never seen by the kernel.
+            drop(unsafe { Box::from_raw(p) });
+            if sync {
+                let _ = destroy_channel(ch);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// `rdma_destroy_id`: waits until every event the kernel reported for the
+/// id has been acked, holding no lock but the id's own condition wait.
+pub fn destroy_id(idp: &IdPriv) -> Result<()> {
+    let reported = ucma::destroy_id(idp.fd(), idp.handle)?;
+    let id = idp.id_mut();
+    if !id.event.is_null() {
+        let ev = std::mem::replace(&mut id.event, std::ptr::null_mut());
+        let _ = ack_event(ev);
+    }
+    {
+        let mut st = idp.lock();
+        while st.events_completed < reported {
+            st = idp.cond.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+    let p = idp as *const IdPriv as *mut IdPriv;
+    let ch = id.channel;
+    registry::remove_id(p, ch);
+    let dev = idp.dev.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if !dev.is_null() {
+        device::lock().put(dev);
+    }
+    // SAFETY: path_rec is NULL or our malloc'd array.
+    unsafe { libc::free(id.route.path_rec as *mut libc::c_void) };
+    id.route.path_rec = std::ptr::null_mut();
+    let ai = std::mem::replace(&mut idp.lock().resolved_ai, std::ptr::null_mut());
+    crate::addr::getaddrinfo::free_list(ai);
+    if idp.sync.load(Ordering::Acquire) {
+        let _ = destroy_channel(ch);
+    }
+    // SAFETY: unregistered; the kernel id is gone and every event acked.
+    drop(unsafe { Box::from_raw(p) });
+    Ok(())
+}
+
+/// Copy a kernel-provided address into an id's storage (at most 128 bytes).
+fn copy_addr(dst: &mut libc::sockaddr_storage, src: &[u8], size: u16) {
+    let n = (size as usize).min(src.len()).min(std::mem::size_of::<libc::sockaddr_storage>());
+    // SAFETY: n bytes fit both buffers.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut _ as *mut u8, n) };
+}
+
+/// QUERY(ADDR): source/destination, and the device once the kernel knows it.
+pub fn query_addr(idp: &IdPriv) -> Result<()> {
+    let mut resp = cmd::QueryAddrResp::zeroed();
+    resp.ibdev_index = device::INVALID_INDEX;
+    ucma::query(idp.fd(), idp.handle, cmd::QUERY_ADDR, &mut resp)?;
+    let id = idp.id_mut();
+    // SAFETY: the storage members of the address unions are plain bytes.
+    unsafe {
+        copy_addr(&mut id.route.addr.src.src_storage, &resp.src_addr, resp.src_size);
+        copy_addr(&mut id.route.addr.dst.dst_storage, &resp.dst_addr, resp.dst_size);
+    }
+    if idp.dev.load(Ordering::Acquire).is_null() && resp.node_guid != 0 {
+        let mut devs = device::lock();
+        let d = devs.get(resp.node_guid, resp.ibdev_index)?;
+        idp.dev.store(d, Ordering::Release);
+        // SAFETY: d is a live entry we hold a reference on.
+        unsafe {
+            id.verbs = (*d).verbs;
+            id.pd = (*d).pd;
+        }
+        id.port_num = resp.port_num;
+        id.route.addr.addr.ibaddr.pkey = resp.pkey;
+    }
+    Ok(())
+}
+
+/// QUERY(GID): the source and destination GIDs.
+pub fn query_gid(idp: &IdPriv) -> Result<()> {
+    let mut resp = cmd::QueryAddrResp::zeroed();
+    ucma::query(idp.fd(), idp.handle, cmd::QUERY_GID, &mut resp)?;
+    let id = idp.id_mut();
+    // Each address is a sockaddr_ib whose GID sits at offset 8.
+    // SAFETY: plain union fields.
+    unsafe {
+        id.route.addr.addr.ibaddr.sgid.raw.copy_from_slice(&resp.src_addr[8..24]);
+        id.route.addr.addr.ibaddr.dgid.raw.copy_from_slice(&resp.dst_addr[8..24]);
+    }
+    Ok(())
+}
+
+/// Kernel path record → `ibv_sa_path_rec` (reference §4.7). The 6-bit
+/// MTU/rate/lifetime values keep all six bits (upstream masks with 0x1F).
+fn convert_path(p: &cmd::PathRecData) -> ibv_sa_path_rec {
+    // SAFETY: PathRecData.path_rec is the 64-byte ibv_path_record.
+    let rec: ibv_path_record = unsafe { std::mem::transmute(p.path_rec) };
+    let fl_hop = u32::from_be(rec.flowlabel_hoplimit);
+    ibv_sa_path_rec {
+        dgid: ibv_gid { raw: rec.dgid },
+        sgid: ibv_gid { raw: rec.sgid },
+        dlid: rec.dlid,
+        slid: rec.slid,
+        raw_traffic: 0,
+        flow_label: (fl_hop >> 8).to_be(),
+        hop_limit: fl_hop as u8,
+        traffic_class: rec.tclass,
+        reversible: (rec.reversible_numpath >> 7) as i32,
+        numb_path: 1,
+        pkey: rec.pkey,
+        sl: (u16::from_be(rec.qosclass_sl) & 0xF) as u8,
+        mtu_selector: 2,
+        mtu: rec.mtu & 0x3F,
+        rate_selector: 2,
+        rate: rec.rate & 0x3F,
+        packet_life_time_selector: 2,
+        packet_life_time: rec.packetlifetime & 0x3F,
+        preference: p.flags as u8,
+    }
+}
+
+/// QUERY(PATH): replace `route.path_rec` (upstream leaks the old array).
+pub fn query_path(idp: &IdPriv) -> Result<()> {
+    // SAFETY: plain data.
+    let mut resp: cmd::QueryPathResp = unsafe { std::mem::zeroed() };
+    ucma::query(idp.fd(), idp.handle, cmd::QUERY_PATH, &mut resp)?;
+    let n = (resp.num_paths as usize).min(cmd::MAX_QUERY_PATHS);
+    let id = idp.id_mut();
+    if n == 0 {
+        return Ok(());
+    }
+    let size = n * std::mem::size_of::<ibv_sa_path_rec>();
+    let arr = crate::addr::getaddrinfo::cmalloc(size)? as *mut ibv_sa_path_rec;
+    for (i, pd) in resp.path_data[..n].iter().enumerate() {
+        // SAFETY: arr has room for n records.
+        unsafe { arr.add(i).write(convert_path(pd)) };
+    }
+    // SAFETY: the previous array was ours (or NULL).
+    unsafe { libc::free(id.route.path_rec as *mut libc::c_void) };
+    id.route.path_rec = arr;
+    id.route.num_paths = n as i32;
+    Ok(())
+}
+
+/// The transport of the id's device, if it has one.
+pub fn transport(idp: &IdPriv) -> Option<i32> {
+    let v = idp.id().verbs;
+    // SAFETY: verbs is an open context while the id holds its device.
+    (!v.is_null()).then(|| unsafe { crate::verbs::transport_type(v) })
+}
+
+/// Sync ids: wait for this operation's event on the private channel and
+/// turn its status into errno (upstream's `ucma_complete`). Unlike upstream
+/// the event type is checked: an unexpected event is an error (EPROTO, or
+/// its status), left in `id->event` for the caller to inspect.
+pub fn complete(idp: &IdPriv, expected: &[u32]) -> Result<()> {
+    if !idp.sync.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let id = idp.id_mut();
+    if !id.event.is_null() {
+        let ev = std::mem::replace(&mut id.event, std::ptr::null_mut());
+        let _ = ack_event(ev);
+    }
+    let ev = event::get_event(id.channel)?;
+    id.event = ev;
+    // SAFETY: ev is a live event just returned.
+    let (ty, status) = unsafe { ((*ev).event, (*ev).status) };
+    if status != 0 {
+        return Err(Error::Errno(if ty == rdma_cm_event_type::RDMA_CM_EVENT_REJECTED as u32 {
+            libc::ECONNREFUSED
+        } else {
+            status.abs()
+        }));
+    }
+    if !expected.contains(&ty) {
+        return Err(Error::Errno(libc::EPROTO));
+    }
+    Ok(())
+}
+
+use rdma_cm_event_type as E;
+
+pub fn bind_addr(idp: &IdPriv, addr: *const libc::sockaddr) -> Result<()> {
+    // SAFETY: the caller passes a socket address of its family's length.
+    let a = unsafe { addr_from_c(addr) }.ok_or(Error::Errno(libc::EINVAL))?;
+    ucma::bind(idp.fd(), idp.handle, &a)?;
+    query_addr(idp)?;
+    query_gid(idp)
+}
+
+pub fn resolve_addr(idp: &IdPriv, src: *const libc::sockaddr, dst: *const libc::sockaddr, timeout_ms: i32) -> Result<()> {
+    // SAFETY: as in bind_addr.
+    let d = unsafe { addr_from_c(dst) }.ok_or(Error::Errno(libc::EINVAL))?;
+    // SAFETY: as above.
+    let s = unsafe { addr_from_c(src) };
+    if !src.is_null() && s.is_none() {
+        return Err(Error::Errno(libc::EINVAL));
+    }
+    ucma::resolve_addr(idp.fd(), idp.handle, s.as_ref(), &d, timeout_ms as u32)?;
+    let id = idp.id_mut();
+    // SAFETY: storage member of a plain union.
+    unsafe { copy_addr(&mut id.route.addr.dst.dst_storage, d.as_bytes(), d.len() as u16) };
+    complete(idp, &[E::RDMA_CM_EVENT_ADDR_RESOLVED as u32, E::RDMA_CM_EVENT_ADDR_ERROR as u32])
+}
+
+/// Ask ibacm for a route and install it with RDMA_OPTION_IB_PATH; the
+/// kernel then reports ROUTE_RESOLVED itself.
+fn set_ib_route(idp: &IdPriv) -> Result<()> {
+    let id = idp.id();
+    // SAFETY: the address unions hold whatever the kernel reported.
+    let (src, dst) = unsafe {
+        (addr_from_c(&id.route.addr.src.src_addr), addr_from_c(&id.route.addr.dst.dst_addr))
+    };
+    // SAFETY: all-zero hints; only flags matter to the ibacm request.
+    let mut hints: rdma_addrinfo = unsafe { std::mem::zeroed() };
+    hints.ai_flags = RAI_ROUTEONLY;
+    let h = crate::addr::getaddrinfo::Hints::new(Some(&hints));
+    let ai = crate::addr::getaddrinfo::AddrInfo { src, dst, ..Default::default() };
+    let out = crate::addr::acm::resolve(ai, &h);
+    let route = &out.last().ok_or(Error::Errno(libc::ENOENT))?.route;
+    if route.is_empty() {
+        return Err(Error::Errno(libc::ENOENT));
+    }
+    let len = std::mem::size_of_val(&route[..]);
+    ucma::set_option(idp.fd(), idp.handle, RDMA_OPTION_IB as u32, RDMA_OPTION_IB_PATH as u32, route.as_ptr() as u64, len as u32)
+}
+
+pub fn resolve_route(idp: &IdPriv, timeout_ms: i32) -> Result<()> {
+    // Upstream dereferences id->verbs unchecked: no device, no route.
+    let t = transport(idp).ok_or(Error::Errno(libc::EINVAL))?;
+    if t != crate::verbs::IBV_TRANSPORT_IB || set_ib_route(idp).is_err() {
+        ucma::resolve_route(idp.fd(), idp.handle, timeout_ms as u32)?;
+    }
+    complete(idp, &[E::RDMA_CM_EVENT_ROUTE_RESOLVED as u32, E::RDMA_CM_EVENT_ROUTE_ERROR as u32])
+}
+
+pub fn set_option(idp: &IdPriv, level: i32, optname: i32, optval: *mut libc::c_void, optlen: usize) -> Result<()> {
+    // The kernel reads optval itself and checks optlen per option.
+    let optlen = u32::try_from(optlen).map_err(|_| Error::Errno(libc::EINVAL))?;
+    ucma::set_option(idp.fd(), idp.handle, level as u32, optname as u32, optval as u64, optlen)
+}
+
+pub fn notify(idp: &IdPriv, event: u32) -> Result<()> {
+    ucma::notify(idp.fd(), idp.handle, event)
+}
+
+/// `rdma_migrate_id`: move the id to `ch` (NULL: a new private channel).
+pub fn migrate(idp: &IdPriv, ch: *mut rdma_event_channel) -> Result<()> {
+    let was_sync = idp.sync.load(Ordering::Acquire);
+    if was_sync && ch.is_null() {
+        return Err(Error::Errno(libc::EINVAL));
+    }
+    let new_sync = ch.is_null();
+    let ch = if new_sync {
+        create_channel()?
+    } else {
+        registry::channel_fd(ch)?;
+        ch
+    };
+    let id = idp.id_mut();
+    let old = id.channel;
+    // SAFETY: ch is live.
+    let new_fd = unsafe { (*ch).fd };
+    let reported = match ucma::migrate_id(new_fd, idp.handle, idp.fd()) {
+        Ok(n) => n,
+        Err(e) => {
+            if new_sync {
+                let _ = destroy_channel(ch);
+            }
+            return Err(e);
+        }
+    };
+    registry::move_id(old, ch);
+    if was_sync {
+        if !id.event.is_null() {
+            let ev = std::mem::replace(&mut id.event, std::ptr::null_mut());
+            let _ = ack_event(ev);
+        }
+        let _ = destroy_channel(old);
+    }
+    let mut st = idp.lock();
+    idp.sync.store(new_sync, Ordering::Release);
+    id.channel = ch;
+    while st.events_completed < reported {
+        st = idp.cond.wait(st).unwrap_or_else(|e| e.into_inner());
+    }
+    Ok(())
+}
+
+/// The port of an address in network byte order (sin/sin6 port, low 16
+/// bits of an AF_IB service id), as `rdma_get_src_port`.
+pub fn port_of(a: &libc::sockaddr_storage) -> u16 {
+    // SAFETY: reading a sockaddr_storage as the family it says it is.
+    unsafe {
+        let p = a as *const _ as *const libc::sockaddr;
+        match (*p).sa_family as i32 {
+            libc::AF_INET => (*(p as *const libc::sockaddr_in)).sin_port,
+            libc::AF_INET6 => (*(p as *const libc::sockaddr_in6)).sin6_port,
+            AF_IB => ((u64::from_be((*(p as *const sockaddr_ib)).sib_sid) & 0xffff) as u16).to_be(),
+            _ => 0,
+        }
+    }
+}
