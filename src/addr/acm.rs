@@ -92,6 +92,11 @@ fn global() -> Option<&'static Mutex<Conn>> {
     CONN.get_or_init(|| connect(Path::new(PORT_FILE), Path::new(SOCK_PATH)).map(Mutex::new)).as_ref()
 }
 
+/// Whether ibacm takes part in active queries (connecting on first use).
+pub fn connected() -> bool {
+    global().is_some()
+}
+
 fn is_inet(a: &Option<RawAddr>) -> bool {
     matches!(a, Some(a) if a.family() == libc::AF_INET || a.family() == libc::AF_INET6)
 }

@@ -253,8 +253,13 @@ fn lookup(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<Addr
             let req = gai_request(h);
             if let Some(a) = numeric::resolve(n.to_bytes(), service.map(CStr::to_bytes), &req) {
                 let passive = h.flags() & RAI_PASSIVE != 0;
-                let first =
-                    FirstResult { passive, socktype: a.socktype, protocol: a.protocol, addr: a.addr, canonname: None };
+                let first = FirstResult {
+                    passive,
+                    socktype: a.socktype,
+                    protocol: a.protocol,
+                    addr: a.addr.raw(),
+                    canonname: None,
+                };
                 return to_rai(h, first);
             }
         }
@@ -299,14 +304,65 @@ pub fn resolve(node: Option<&CStr>, service: Option<&CStr>, hints: Option<&rdma_
     Ok(vec![ai])
 }
 
-/// `rdma_getaddrinfo` without the C result: build the C list.
+/// `rdma_getaddrinfo`, producing the C list.
 pub fn rdma_getaddrinfo(
     node: Option<&CStr>,
     service: Option<&CStr>,
     hints: Option<&rdma_addrinfo>,
 ) -> Result<*mut rdma_addrinfo> {
+    if let Some(list) = fast_path(node, service, hints)? {
+        return Ok(list);
+    }
     let list = resolve(node, service, hints)?;
     to_c_list(&list)
+}
+
+/// The commonest query answered straight into one C node: hints given, a
+/// numeric host and port (see [`numeric`]), no AF_IB conversion, and
+/// nothing for ibacm to add (passive, or no ibacm, and no source hint).
+/// The result is the one the general path would build.
+fn fast_path(node: Option<&CStr>, service: Option<&CStr>, hints: Option<&rdma_addrinfo>) -> Result<Option<*mut rdma_addrinfo>> {
+    let (Some(hr), Some(n)) = (hints, node) else { return Ok(None) };
+    let h = Hints::new(Some(hr));
+    let flags = h.flags();
+    let passive = flags & RAI_PASSIVE != 0;
+    if flags & RAI_SA != 0
+        || (flags & RAI_FAMILY != 0 && h.family() == AF_IB && flags & RAI_NUMERICHOST != 0)
+        || (!passive && (hr.ai_src_len != 0 || acm::connected()))
+    {
+        return Ok(None);
+    }
+    let req = gai_request(&h);
+    let Some(a) = numeric::resolve(n.to_bytes(), service.map(CStr::to_bytes), &req) else { return Ok(None) };
+    crate::cm::init()?;
+    let node = calloc1::<rdma_addrinfo>()?;
+    let (addr, len) = match &a.addr {
+        numeric::NumAddr::V4(s) => (copy_out(std::slice::from_ref(s)), std::mem::size_of_val(s)),
+        numeric::NumAddr::V6(s) => (copy_out(std::slice::from_ref(s)), std::mem::size_of_val(s)),
+    };
+    let addr = match addr {
+        Ok(p) => p as *mut libc::sockaddr,
+        Err(e) => {
+            // SAFETY: our fresh node.
+            unsafe { libc::free(node as *mut c_void) };
+            return Err(e);
+        }
+    };
+    // SAFETY: node is a fresh zeroed allocation.
+    let r = unsafe { &mut *node };
+    r.ai_family = a.addr.family();
+    r.ai_qp_type = if h.qp_type() != 0 { h.qp_type() } else if a.socktype == SOCK_STREAM { IBV_QPT_RC } else { IBV_QPT_UD };
+    r.ai_port_space =
+        if h.port_space() != 0 { h.port_space() } else if a.protocol == IPPROTO_TCP { RDMA_PS_TCP } else { RDMA_PS_UDP };
+    if passive {
+        r.ai_flags = RAI_PASSIVE;
+        r.ai_src_addr = addr;
+        r.ai_src_len = len as u32;
+    } else {
+        r.ai_dst_addr = addr;
+        r.ai_dst_len = len as u32;
+    }
+    Ok(Some(node))
 }
 
 /// `malloc` that reports ENOMEM.

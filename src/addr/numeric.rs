@@ -15,14 +15,67 @@
 //! - the service is absent or 1–5 ASCII digits with a value ≤ 65535.
 
 use libc::{sockaddr_in, sockaddr_in6, IPPROTO_TCP, IPPROTO_UDP, SOCK_DGRAM, SOCK_STREAM};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv6Addr;
+
+/// A numeric address as glibc returns it.
+#[derive(Clone, Copy)]
+pub enum NumAddr {
+    V4(sockaddr_in),
+    V6(sockaddr_in6),
+}
+
+impl NumAddr {
+    pub fn raw(&self) -> super::RawAddr {
+        match self {
+            NumAddr::V4(s) => super::RawAddr::from_in(s),
+            NumAddr::V6(s) => super::RawAddr::from_in6(s),
+        }
+    }
+    pub fn family(&self) -> i32 {
+        match self {
+            NumAddr::V4(_) => libc::AF_INET,
+            NumAddr::V6(_) => libc::AF_INET6,
+        }
+    }
+}
 
 /// What glibc would have returned as its first result.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Answer {
     pub socktype: i32,
     pub protocol: i32,
-    pub addr: super::RawAddr,
+    pub addr: NumAddr,
+}
+
+/// Strict dotted-quad IPv4 (four decimal parts 0–255, no leading zeros):
+/// exactly the forms on which every parser agrees.
+pub fn parse_ipv4(s: &[u8]) -> Option<[u8; 4]> {
+    if !(7..=15).contains(&s.len()) {
+        return None;
+    }
+    let mut out = [0u8; 4];
+    let mut i = 0;
+    for (part, o) in out.iter_mut().enumerate() {
+        let start = i;
+        let mut v: u32 = 0;
+        while i < s.len() && i - start < 3 && s[i].is_ascii_digit() {
+            v = v * 10 + (s[i] - b'0') as u32;
+            i += 1;
+        }
+        let n = i - start;
+        // No digits, over 255, or a leading zero (octal to glibc).
+        if n == 0 || v > 255 || (n > 1 && s[start] == b'0') {
+            return None;
+        }
+        *o = v as u8;
+        if part < 3 {
+            if i >= s.len() || s[i] != b'.' {
+                return None;
+            }
+            i += 1;
+        }
+    }
+    (i == s.len()).then_some(out)
 }
 
 /// The glibc-level request (after the rdma → glibc hint mapping).
@@ -59,9 +112,7 @@ fn first_type(req: &GaiRequest) -> Option<(i32, i32)> {
 pub fn resolve(node: &[u8], service: Option<&[u8]>, req: &GaiRequest) -> Option<Answer> {
     let (socktype, protocol) = first_type(req)?;
     let port = numeric_port(service)?.to_be();
-    // Short-circuit on the first byte: a literal starts with a hex digit or ':'.
-    let text = std::str::from_utf8(node).ok()?;
-    if let Ok(v4) = text.parse::<Ipv4Addr>() {
+    if let Some(v4) = parse_ipv4(node) {
         if req.family != 0 && req.family != libc::AF_INET {
             return None;
         }
@@ -69,10 +120,11 @@ pub fn resolve(node: &[u8], service: Option<&[u8]>, req: &GaiRequest) -> Option<
         let mut sin: sockaddr_in = unsafe { std::mem::zeroed() };
         sin.sin_family = libc::AF_INET as u16;
         sin.sin_port = port;
-        sin.sin_addr.s_addr = u32::from_ne_bytes(v4.octets());
-        return Some(Answer { socktype, protocol, addr: super::RawAddr::from_in(&sin) });
+        sin.sin_addr.s_addr = u32::from_ne_bytes(v4);
+        return Some(Answer { socktype, protocol, addr: NumAddr::V4(sin) });
     }
-    if text.contains(':') {
+    if node.contains(&b':') {
+        let text = std::str::from_utf8(node).ok()?;
         if let Ok(v6) = text.parse::<Ipv6Addr>() {
             if req.family != 0 && req.family != libc::AF_INET6 {
                 return None;
@@ -82,7 +134,7 @@ pub fn resolve(node: &[u8], service: Option<&[u8]>, req: &GaiRequest) -> Option<
             sin6.sin6_family = libc::AF_INET6 as u16;
             sin6.sin6_port = port;
             sin6.sin6_addr.s6_addr = v6.octets();
-            return Some(Answer { socktype, protocol, addr: super::RawAddr::from_in6(&sin6) });
+            return Some(Answer { socktype, protocol, addr: NumAddr::V6(sin6) });
         }
     }
     None
@@ -106,15 +158,24 @@ mod tests {
     }
 
     #[test]
+    fn strict_ipv4_agrees_with_std() {
+        for s in ["0.0.0.0", "255.255.255.255", "192.0.2.1", "1.2.3", "1.2.3.4.5", "256.1.1.1", "01.1.1.1",
+                  "1..1.1", "1.1.1.", ".1.1.1", "1.1.1.1a", "", "1234.1.1.1", "0.00.1.1"] {
+            let std = s.parse::<std::net::Ipv4Addr>().ok().map(|a| a.octets());
+            assert_eq!(parse_ipv4(s.as_bytes()), std, "{s}");
+        }
+    }
+
+    #[test]
     fn literals() {
         let req = GaiRequest::default();
         let a = resolve(b"192.0.2.1", Some(b"7471"), &req).unwrap();
-        let sin = a.addr.as_in().unwrap();
+        let sin = a.addr.raw().as_in().unwrap();
         assert_eq!(sin.sin_port, 7471u16.to_be());
         assert_eq!(sin.sin_addr.s_addr.to_ne_bytes(), [192, 0, 2, 1]);
         assert_eq!((a.socktype, a.protocol), (SOCK_STREAM, IPPROTO_TCP));
         let a = resolve(b"fd00::1", None, &GaiRequest { protocol: IPPROTO_UDP, ..req }).unwrap();
-        assert_eq!(a.addr.len(), 28);
+        assert_eq!(a.addr.raw().len(), 28);
         assert_eq!((a.socktype, a.protocol), (SOCK_DGRAM, IPPROTO_UDP));
         // Forms glibc accepts but that must go to glibc.
         for s in [&b"127.1"[..], b"0x7f.0.0.1", b"010.0.0.1", b"fe80::1%lo", b"host", b""] {
