@@ -39,6 +39,9 @@ step() {
 	echo "=== $name: exit $rc, $p passed, $f failed, $k skipped ($((SECONDS - start)) s)"
 }
 
+# Reference library for the RDMACM_1.4/1.5 symbols (built, not a test).
+bash abi-tests/upstream/build-v65.sh >/dev/null || { echo "cannot build upstream v65"; echo "0 passed, 1 failed"; exit 1; }
+
 step build make --no-print-directory all
 step unit cargo test --quiet
 step headers make --no-print-directory check-headers

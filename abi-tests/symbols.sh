@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 LIB=${1:-build/librdmacm.so.1}
 DEB=${RDMACM_DEBIAN_LIB:-/usr/lib/x86_64-linux-gnu/librdmacm.so.1}
 V65=${RDMACM_V65_LIB:-}
+if [ -z "$V65" ] && [ -f .cache/upstream/v65-libdir ]; then V65=$(cat .cache/upstream/v65-libdir)/librdmacm.so.1; fi
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
