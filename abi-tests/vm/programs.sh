@@ -15,7 +15,7 @@ PAIRS=(
 	"ucmatose-100|-|ucmatose -c 100|-|ucmatose -c 100 -s 192.0.2.1 -b 192.0.2.1"
 	"udaddy|-|udaddy|-|udaddy -s 192.0.2.1 -b 192.0.2.1"
 	"cmtime|-|cmtime -b 192.0.2.1|-|cmtime -s 192.0.2.1 -b 192.0.2.1"
-	"rdma_server/client|-|rdma_server|-|rdma_client -s 192.0.2.1"
+	"rdma_server/client|-|rdma_server -s 192.0.2.1|-|rdma_client -s 192.0.2.1"
 	"mckey|-|mckey -m 239.1.2.3 -b 192.0.2.1 -C 5|-|mckey -m 239.1.2.3 -b 192.0.2.1 -C 5 -s"
 	"ib_send_bw -R|-|ib_send_bw -R -F -d rxe0|-|ib_send_bw -R -F -d rxe0 192.0.2.1"
 	"ib_send_lat -R|-|ib_send_lat -R -F -d rxe0|-|ib_send_lat -R -F -d rxe0 192.0.2.1"
@@ -25,7 +25,7 @@ PAIRS=(
 # On kernels where rxe works in network namespaces, mckey's sender and
 # receiver must sit on two hosts (one rxe cannot loop multicast back).
 if [ "$(cat /run/rdmacm-net-mode 2>/dev/null)" = pair ]; then
-	PAIRS[7]="mckey|a|mckey -m 239.1.2.3 -b 192.0.2.1 -C 5|b|mckey -m 239.1.2.3 -b 192.0.2.2 -C 5 -s"
+	PAIRS[7]="mckey|b|mckey -m 239.1.2.3 -b 192.0.2.2 -C 5|a|mckey -m 239.1.2.3 -b 192.0.2.1 -C 5 -s"
 fi
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-40}
 
@@ -55,8 +55,19 @@ missing_symbols() { # program library
 		<(objdump -T "$lib" | awk '!/\*UND\*/ && NF >= 7 { print $NF }' | sort -u)
 }
 
-in_ns() { # ns cmd...
-	if [ "$1" = - ]; then shift; "$@"; else local n=$1; shift; ip netns exec "$n" "$@"; fi
+ns_prefix() { # ns -> command prefix (nothing for the initial namespace)
+	[ "$1" = - ] || echo "ip netns exec $1"
+}
+
+# Multicast on a fresh rxe device loses the first exchange (seen on 6.1 and
+# 7.3 under qemu): one untimed mckey exchange per setup before the tests.
+warm_up_multicast() {
+	local name sns scmd cns ccmd
+	IFS='|' read -r name sns scmd cns ccmd <<<"${PAIRS[7]}"
+	$(ns_prefix "$sns") timeout -k 2 15 $scmd >/dev/null 2>&1 &
+	sleep 4
+	$(ns_prefix "$cns") timeout -k 2 15 $ccmd >/dev/null 2>&1
+	wait
 }
 
 run_pair() { # "spec" mode logfile -> prints result, returns 0 pass / 1 fail / 2 skip
@@ -74,11 +85,14 @@ run_pair() { # "spec" mode logfile -> prints result, returns 0 pass / 1 fail / 2
 		echo "### $name [$mode]"
 		echo "### server: $scmd"
 	} >>"$log"
-	in_ns "$sns" env $envs timeout -k 2 "$PAIR_TIMEOUT" $scmd >>"$log" 2>&1 &
+	# Started directly (no subshell), so that killing $spid reaches the
+	# program through timeout.
+	$(ns_prefix "$sns") env $envs timeout -k 2 "$PAIR_TIMEOUT" $scmd >>"$log" 2>&1 &
 	local spid=$!
-	sleep 2
+	# Give the server time to listen (or, for mckey, to join) under emulation.
+	if [[ $name == mckey ]]; then sleep 4; else sleep 2; fi
 	echo "### client: $ccmd" >>"$log"
-	in_ns "$cns" env $envs timeout -k 2 "$PAIR_TIMEOUT" $ccmd >>"$log" 2>&1
+	$(ns_prefix "$cns") env $envs timeout -k 2 "$PAIR_TIMEOUT" $ccmd >>"$log" 2>&1
 	local crc=$?
 	local src
 	if [[ $name == cmtime ]]; then
