@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# CM core, side by side on the guest's soft-RoCE devices: cm_diff's cases
+# with the reference (Debian's v44; upstream v65 for the v14-* cases of
+# RDMACM_1.4) and with our library (LD_LIBRARY_PATH), compared case by case;
+# differences only where abi-tests/cm/expected-diffs.txt documents them, and
+# then ours must show the expectation written there. Then the thread test
+# (8 threads x 200 cycles on one shared and on separate channels) with both
+# libraries.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+REPO=$PWD
+OURS=${RDMACM_UNDER_TEST:-$REPO/build/librdmacm.so.1}
+OURS_DIR=$(dirname "$OURS")
+V65=$REPO/.cache/upstream/v65-rdmacm
+BIN=build/abi-tests/cm_diff
+KERNEL=${VM_KERNEL:-$(uname -r)}
+tmp=$(mktemp -d)
+pass=0 fail=0 skip=0
+[ -x "$BIN" ] || { echo "FAIL cm_diff not built"; echo "0 passed, 1 failed"; exit 1; }
+
+split_cases() { awk -v d="$2" '/^case / { n = $2; sub(/:$/, "", n); f = d "/" n } f { print > f }' "$1"; }
+run() { # label env...
+	local l=$1; shift
+	mkdir -p "$tmp/$l"
+	timeout 120 env "$@" "$BIN" >"$tmp/$l.out" 2>"$tmp/$l.err"
+	echo "exit $?" >>"$tmp/$l.err"
+	split_cases "$tmp/$l.out" "$tmp/$l"
+	if [ "$(cat /run/rdmacm-net-mode 2>/dev/null)" = pair ]; then
+		CM_PEER=1 timeout 60 ip netns exec a env "$@" "$BIN" async-peer >"$tmp/$l.peer" 2>&1
+		cp "$tmp/$l.peer" "$tmp/$l/async-peer"
+	fi
+}
+run v44
+run v65 LD_LIBRARY_PATH="$V65"
+run ours LD_LIBRARY_PATH="$OURS_DIR"
+
+declare -A expect reason
+while IFS='|' read -r name k exp why; do
+	name=$(echo "$name" | xargs); k=$(echo "$k" | xargs)
+	[ -z "$name" ] || [[ $name == \#* ]] && continue
+	[ "$k" = any ] || [ "$k" = "$KERNEL" ] || continue
+	expect[$name]=$(echo "$exp" | sed 's/^ *//; s/ *$//')
+	reason[$name]=$(echo "$why" | sed 's/^ *//')
+done <abi-tests/cm/expected-diffs.txt
+
+for c in $("$BIN" --list); do
+	ref=v44
+	[[ $c == v14-* ]] && ref=v65
+	if [ ! -s "$tmp/ours/$c" ]; then
+		echo "FAIL $c: no output from ours"; fail=$((fail + 1)); continue
+	fi
+	if grep -q "SKIP: library lacks" "$tmp/ours/$c"; then
+		echo "SKIP $c: our library lacks the RDMACM_1.4 functions"; skip=$((skip + 1)); continue
+	fi
+	if [ -n "${expect[$c]:-}" ]; then
+		if grep -qE "${expect[$c]}" "$tmp/ours/$c"; then
+			echo "ok   $c (documented difference from $ref: ${reason[$c]})"
+			pass=$((pass + 1))
+		else
+			echo "FAIL $c: expected /${expect[$c]}/ (${reason[$c]})"
+			diff "$tmp/$ref/$c" "$tmp/ours/$c" | head -n 10
+			fail=$((fail + 1))
+		fi
+	elif cmp -s "$tmp/$ref/$c" "$tmp/ours/$c"; then
+		echo "ok   $c"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $c differs from $ref:"
+		diff "$tmp/$ref/$c" "$tmp/ours/$c" | head -n 20
+		fail=$((fail + 1))
+	fi
+done
+
+for l in v44 ours; do
+	e=()
+	[ $l = ours ] && e=(LD_LIBRARY_PATH="$OURS_DIR")
+	if timeout 240 env "${e[@]}" "$BIN" --threads >"$tmp/threads-$l" 2>&1; then
+		echo "ok   threads [$l]: $(tr '\n' ';' <"$tmp/threads-$l")"
+		pass=$((pass + 1))
+	else
+		echo "FAIL threads [$l] (exit $?): $(tr '\n' ';' <"$tmp/threads-$l")"
+		fail=$((fail + 1))
+	fi
+done
+cp -r "$tmp" "${VM_OUT:-/tmp}/cm-diff-$KERNEL" 2>/dev/null
+echo "$pass passed, $fail failed, $skip skipped"
+((fail == 0))
