@@ -93,7 +93,9 @@ install: all
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 	install -m 0644 include/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h
 	install -m 0644 include/infiniband/ib.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h
-	install -m 0644 $(B)/librdmacm.pc $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|1.$(LEVEL).$(VERSION)|' pkgconfig/librdmacm.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SOFILE) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so \

@@ -34,3 +34,10 @@ for mode in active passive; do
 	printf '%-10s %14s %14s %8s\n' "$mode" "$u instr" "$o instr" "$(awk -v o="$o" -v u="$u" 'BEGIN { printf "%.2fx", o / u }')"
 done
 echo "(instructions per rdma_getaddrinfo+rdma_freeaddrinfo pair, callgrind, fake sysfs; target <= 0.50x)"
+
+# CM core, in the soft-RoCE guest (kernel 6.1).
+bash abi-tests/vm/setup.sh >/dev/null
+cc -O2 -o "$out/cm_bench" abi-tests/bench/cm_bench.c -lrdmacm
+echo
+echo "CM core per operation (soft-RoCE guest):"
+bash abi-tests/vm/run.sh --kernel 6.1 --timeout 500 -- bash abi-tests/bench/cm-bench-guest.sh | grep -v 'reboot: Power down'

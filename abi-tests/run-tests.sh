@@ -47,6 +47,7 @@ step unit cargo test --quiet
 step headers make --no-print-directory check-headers
 step layout bash abi-tests/layout/check.sh
 step symbols bash abi-tests/symbols.sh
+step install bash abi-tests/install-check.sh
 if [ -x abi-tests/gai/run-diff.sh ] || [ -f abi-tests/gai/run-diff.sh ]; then
 	step gai-diff bash abi-tests/gai/run-diff.sh
 	step gai-leak bash abi-tests/gai/leak.sh

@@ -204,6 +204,34 @@ static void c_async_peer(void)
 	async_flow(NULL, "192.0.2.2", 2000);
 }
 
+/* From namespace a: an address on the veth link that nobody answers, so
+ * resolution runs into its timeout (ADDR_ERROR). */
+static void c_peer_unreachable(void)
+{
+	if (!getenv("CM_PEER")) {
+		printf("  (needs the two-namespace bed)\n");
+		return;
+	}
+	async_flow(NULL, "192.0.2.99", 1000);
+}
+
+/* rdma_resolve_route on an id whose address resolution failed: upstream
+ * dereferences the NULL id->verbs, so reference runs (CM_REF=1) skip it. */
+static void c_route_after_failed_addr(void)
+{
+	struct sockaddr_storage d;
+	struct rdma_cm_id *id;
+
+	R("create_id", rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP));
+	sa_in(&d, "198.51.100.1", 7471);
+	R("resolve_addr", rdma_resolve_addr(id, NULL, (struct sockaddr *)&d, 500));
+	if (getenv("CM_REF"))
+		printf("  resolve_route: skipped (crashes the reference library: NULL id->verbs)\n");
+	else
+		R("resolve_route", rdma_resolve_route(id, 500));
+	R("destroy_id", rdma_destroy_id(id));
+}
+
 static void sync_flow(const char *dst, int ps)
 {
 	struct sockaddr_storage d;
@@ -594,6 +622,8 @@ static const struct tcase tcases[] = {
 	{ "async-ipv6", c_async_v6 },
 	{ "async-noroute", c_async_noroute },
 	{ "async-peer", c_async_peer },
+	{ "peer-unreachable", c_peer_unreachable },
+	{ "route-after-failed-addr", c_route_after_failed_addr },
 	{ "sync-tcp", c_sync_tcp },
 	{ "sync-udp", c_sync_udp },
 	{ "sync-ipoib-v6", c_sync_ipoib },

@@ -21,7 +21,6 @@ P=0 F=0 K=0
 log=$OUT/programs-$KERNEL.log
 : >"$log"
 
-warm_up_multicast
 echo "== bed self-check (Debian's librdmacm) on $(uname -r) ($(cat /run/rdmacm-net-mode) network)"
 bed_ok=1
 for spec in "${PAIRS[@]}"; do

@@ -26,12 +26,13 @@ run() { # label env...
 	echo "exit $?" >>"$tmp/$l.err"
 	split_cases "$tmp/$l.out" "$tmp/$l"
 	if [ "$(cat /run/rdmacm-net-mode 2>/dev/null)" = pair ]; then
-		CM_PEER=1 timeout 60 ip netns exec a env "$@" "$BIN" async-peer >"$tmp/$l.peer" 2>&1
-		cp "$tmp/$l.peer" "$tmp/$l/async-peer"
+		for c in async-peer peer-unreachable; do
+			CM_PEER=1 timeout 60 ip netns exec a env "$@" "$BIN" $c >"$tmp/$l/$c" 2>&1
+		done
 	fi
 }
-run v44
-run v65 LD_LIBRARY_PATH="$V65"
+run v44 CM_REF=1
+run v65 CM_REF=1 LD_LIBRARY_PATH="$V65"
 run ours LD_LIBRARY_PATH="$OURS_DIR"
 
 declare -A expect reason

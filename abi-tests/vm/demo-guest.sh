@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# demo-guest.sh — what `make demo` shows inside the guest.
+set -uo pipefail
+OURS=$PWD/build/librdmacm.so.1
+side() { # title, then two commands' outputs next to each other
+	echo
+	echo "### $1"
+	printf '%-58s | %s\n' "Debian's librdmacm 44" "rdmacm-rs (LD_PRELOAD)"
+	printf '%.0s-' {1..120}; echo
+	paste -d'|' <(bash -c "$2" 2>&1 | cut -c1-58 | awk '{ printf "%-58s\n", $0 }') \
+		<(LD_PRELOAD=$OURS bash -c "$2" 2>&1 | cut -c1-60) | sed 's/|/ | /'
+}
+echo "### soft-RoCE in this guest"
+rdma link | sed 's/^/  /'
+echo
+echo "### rping over rxe0 with Debian's librdmacm (the test bed works)"
+rping -s -a 192.0.2.1 -C 3 >/dev/null 2>&1 &
+sleep 2
+rping -c -a 192.0.2.1 -C 3 -v 2>&1 | sed 's/^/  /'
+wait
+side "rdma_getaddrinfo(\"192.0.2.1\", \"7471\", {RAI_PASSIVE, RDMA_PS_TCP})" \
+	"build/abi-tests/gai_diff f-passive"
+side "rdma_getaddrinfo(\"fe80::2:c903:f:1234\", \"7471\", {RAI_FAMILY|RAI_NUMERICHOST, AF_IB, RDMA_PS_IB})" \
+	"build/abi-tests/gai_diff ib-active"
+side "rdma_resolve_addr + rdma_resolve_route to 192.0.2.1 on an async id" \
+	"build/abi-tests/cm_diff async-local"
+side "RDMACM 1.4: rdma_write_cm_event (upstream v65 on the left)" \
+	"LD_LIBRARY_PATH=$PWD/.cache/upstream/v65-rdmacm build/abi-tests/cm_diff v14-write-event"
+echo
+echo "### rdma-core programs on rdmacm-rs today"
+source abi-tests/vm/programs.sh
+for spec in "${PAIRS[@]:0:6}"; do
+	printf '  %-20s %s\n' "${spec%%|*}" "$(run_pair "$spec" "preload:$OURS" /dev/null)"
+done
+echo
+echo "(make test runs all of this as differential tests on kernels 6.1 and $(uname -r))"
