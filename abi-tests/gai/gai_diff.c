@@ -207,25 +207,32 @@ static void print_addr(const char *what, const struct sockaddr *sa, socklen_t le
 	printf("\n");
 }
 
+/* The hints of a case (addresses stored in src/dst). */
+static void make_hints(const struct gcase *c, struct rdma_addrinfo *hints, struct sockaddr_storage *src,
+		       struct sockaddr_storage *dst)
+{
+	memset(hints, 0, sizeof(*hints));
+	hints->ai_flags = c->flags;
+	hints->ai_family = c->family;
+	hints->ai_qp_type = c->qp_type;
+	hints->ai_port_space = c->port_space;
+	if (c->src) {
+		fill_addr(c->src, src, &hints->ai_src_len);
+		hints->ai_src_addr = (struct sockaddr *)src;
+	}
+	if (c->dst) {
+		fill_addr(c->dst, dst, &hints->ai_dst_len);
+		hints->ai_dst_addr = (struct sockaddr *)dst;
+	}
+}
+
 static void run_case(const struct gcase *c)
 {
 	struct rdma_addrinfo hints, *res = NULL, *r;
 	struct sockaddr_storage src, dst;
 	int ret, n = 0;
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_flags = c->flags;
-	hints.ai_family = c->family;
-	hints.ai_qp_type = c->qp_type;
-	hints.ai_port_space = c->port_space;
-	if (c->src) {
-		fill_addr(c->src, &src, &hints.ai_src_len);
-		hints.ai_src_addr = (struct sockaddr *)&src;
-	}
-	if (c->dst) {
-		fill_addr(c->dst, &dst, &hints.ai_dst_len);
-		hints.ai_dst_addr = (struct sockaddr *)&dst;
-	}
+	make_hints(c, &hints, &src, &dst);
 	errno = 0;
 	ret = rdma_getaddrinfo(c->node, c->service, c->use_hints ? &hints : NULL, &res);
 	printf("case %s: ret=%d", c->name, ret);
@@ -297,17 +304,9 @@ int main(int argc, char **argv)
 		for (l = 0; l < n; l++) {
 			const struct gcase *c = find(leak_cases[l % 7]);
 			struct rdma_addrinfo hints;
-			struct sockaddr_storage src;
+			struct sockaddr_storage src, dst;
 
-			memset(&hints, 0, sizeof(hints));
-			hints.ai_flags = c->flags;
-			hints.ai_family = c->family;
-			hints.ai_qp_type = c->qp_type;
-			hints.ai_port_space = c->port_space;
-			if (c->src) {
-				fill_addr(c->src, &src, &hints.ai_src_len);
-				hints.ai_src_addr = (struct sockaddr *)&src;
-			}
+			make_hints(c, &hints, &src, &dst);
 			if (rdma_getaddrinfo(c->node, c->service, c->use_hints ? &hints : NULL, &res)) {
 				printf("leak run: %s failed\n", c->name);
 				return 1;

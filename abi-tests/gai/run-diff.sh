@@ -27,12 +27,9 @@ V65DIR=$REPO/.cache/upstream/v65-rdmacm
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+QUIET_OK=1
+source abi-tests/lib/diffcases.sh
 wrap() { if [ "$mode" = fake ]; then abi-tests/fakesysfs-run.sh "$@"; else "$@"; fi; }
-# Split a run's output into one file per case.
-split_cases() { # file dir
-	mkdir -p "$2"
-	awk -v d="$2" '/^case / { name = $2; sub(/:$/, "", name); f = d "/" name } f { print > f }' "$1"
-}
 run() { # label env...
 	local label=$1; shift
 	wrap env "$@" "$B/gai_diff" >"$tmp/$label.out" 2>"$tmp/$label.err"
@@ -45,37 +42,12 @@ run libpath LD_LIBRARY_PATH="$(dirname "$OURS")"
 run preload LD_PRELOAD="$OURS"
 
 pass=0 fail=0
-declare -A expect reason
-while IFS='|' read -r name exp why; do
-	name=$(echo "$name" | xargs)
-	[ -z "$name" ] || [[ $name == \#* ]] && continue
-	expect[$name]=$(echo "$exp" | sed 's/^ *//; s/ *$//')
-	reason[$name]=$(echo "$why" | sed 's/^ *//')
-done <abi-tests/gai/expected-diffs.txt
-
+load_expected abi-tests/gai/expected-diffs.txt any
 for c in $("$B/gai_diff" --list); do
 	ref=ref-v44
 	[[ $c == sa-* || $c == dns-* ]] && ref=ref-v65
 	for m in libpath preload; do
-		if [ ! -f "$tmp/$m/$c" ]; then
-			echo "FAIL $c [$m]: no output (crashed?)"; fail=$((fail + 1)); continue
-		fi
-		if [ -n "${expect[$c]:-}" ]; then
-			if grep -qE "${expect[$c]}" "$tmp/$m/$c" && ! cmp -s "$tmp/$ref/$c" "$tmp/$m/$c"; then
-				echo "ok   $c [$m] differs from $ref as documented: ${reason[$c]}"
-				pass=$((pass + 1))
-			else
-				echo "FAIL $c [$m]: expected /${expect[$c]}/ (${reason[$c]})"
-				diff "$tmp/$ref/$c" "$tmp/$m/$c" | head -n 8
-				fail=$((fail + 1))
-			fi
-		elif cmp -s "$tmp/$ref/$c" "$tmp/$m/$c"; then
-			pass=$((pass + 1))
-		else
-			echo "FAIL $c [$m] differs from $ref:"
-			diff "$tmp/$ref/$c" "$tmp/$m/$c" | head -n 12
-			fail=$((fail + 1))
-		fi
+		compare_case "$c" "$tmp/$ref/$c" "$tmp/$m/$c" "$m, vs $ref"
 	done
 done
 grep -q "^case freeaddrinfo-null: ok" "$tmp/libpath.out" && pass=$((pass + 1)) || { echo "FAIL freeaddrinfo(NULL)"; fail=$((fail + 1)); }

@@ -26,10 +26,20 @@ fn is_ud(idp: &IdPriv) -> bool {
     idp.id().qp_type == IBV_QPT_UD as u32
 }
 
+/// Keep the event's private data in the event itself (valid until the ack);
+/// NULL when there is none.
+fn stash_private(ev: &mut EventPriv, data: &[u8; cmd::MAX_PRIVATE_DATA], len: u8) -> *const libc::c_void {
+    let len = len as usize;
+    if len == 0 {
+        return std::ptr::null();
+    }
+    ev.private_data[..len].copy_from_slice(&data[..len]);
+    ev.private_data.as_ptr() as *const libc::c_void
+}
+
 fn copy_conn(ev: &mut EventPriv, src: &cmd::ConnParam) {
-    let len = src.private_data_len as usize;
-    let mut c = rdma_conn_param {
-        private_data: std::ptr::null(),
+    let c = rdma_conn_param {
+        private_data: stash_private(ev, &src.private_data, src.private_data_len),
         private_data_len: src.private_data_len,
         responder_resources: src.responder_resources,
         initiator_depth: src.initiator_depth,
@@ -39,10 +49,6 @@ fn copy_conn(ev: &mut EventPriv, src: &cmd::ConnParam) {
         srq: src.srq,
         qp_num: src.qp_num,
     };
-    if len != 0 {
-        ev.private_data[..len].copy_from_slice(&src.private_data[..len]);
-        c.private_data = ev.private_data.as_ptr() as *const libc::c_void;
-    }
     ev.event.param.conn = c;
 }
 
@@ -66,18 +72,13 @@ pub fn ah_attr_from_kern(k: &cmd::UverbsAhAttr) -> ibv_ah_attr {
 }
 
 fn copy_ud(ev: &mut EventPriv, src: &cmd::UdParam) {
-    let len = src.private_data_len as usize;
-    let mut u = rdma_ud_param {
-        private_data: std::ptr::null(),
+    let u = rdma_ud_param {
+        private_data: stash_private(ev, &src.private_data, src.private_data_len),
         private_data_len: src.private_data_len,
         ah_attr: ah_attr_from_kern(&src.ah_attr),
         qp_num: src.qp_num,
         qkey: src.qkey,
     };
-    if len != 0 {
-        ev.private_data[..len].copy_from_slice(&src.private_data[..len]);
-        u.private_data = ev.private_data.as_ptr() as *const libc::c_void;
-    }
     ev.event.param.ud = u;
 }
 

@@ -18,7 +18,7 @@ tmp=$(mktemp -d)
 pass=0 fail=0 skip=0
 [ -x "$BIN" ] || { echo "FAIL cm_diff not built"; echo "0 passed, 1 failed"; exit 1; }
 
-split_cases() { awk -v d="$2" '/^case / { n = $2; sub(/:$/, "", n); f = d "/" n } f { print > f }' "$1"; }
+source abi-tests/lib/diffcases.sh
 run() { # label env...
 	local l=$1; shift
 	mkdir -p "$tmp/$l"
@@ -35,41 +35,14 @@ run v44 CM_REF=1
 run v65 CM_REF=1 LD_LIBRARY_PATH="$V65"
 run ours LD_LIBRARY_PATH="$OURS_DIR"
 
-declare -A expect reason
-while IFS='|' read -r name k exp why; do
-	name=$(echo "$name" | xargs); k=$(echo "$k" | xargs)
-	[ -z "$name" ] || [[ $name == \#* ]] && continue
-	[ "$k" = any ] || [ "$k" = "$KERNEL" ] || continue
-	expect[$name]=$(echo "$exp" | sed 's/^ *//; s/ *$//')
-	reason[$name]=$(echo "$why" | sed 's/^ *//')
-done <abi-tests/cm/expected-diffs.txt
-
+load_expected abi-tests/cm/expected-diffs.txt "$KERNEL"
 for c in $("$BIN" --list); do
 	ref=v44
 	[[ $c == v14-* ]] && ref=v65
-	if [ ! -s "$tmp/ours/$c" ]; then
-		echo "FAIL $c: no output from ours"; fail=$((fail + 1)); continue
-	fi
-	if grep -q "SKIP: library lacks" "$tmp/ours/$c"; then
+	if grep -q "SKIP: library lacks" "$tmp/ours/$c" 2>/dev/null; then
 		echo "SKIP $c: our library lacks the RDMACM_1.4 functions"; skip=$((skip + 1)); continue
 	fi
-	if [ -n "${expect[$c]:-}" ]; then
-		if grep -qE "${expect[$c]}" "$tmp/ours/$c"; then
-			echo "ok   $c (documented difference from $ref: ${reason[$c]})"
-			pass=$((pass + 1))
-		else
-			echo "FAIL $c: expected /${expect[$c]}/ (${reason[$c]})"
-			diff "$tmp/$ref/$c" "$tmp/ours/$c" | head -n 10
-			fail=$((fail + 1))
-		fi
-	elif cmp -s "$tmp/$ref/$c" "$tmp/ours/$c"; then
-		echo "ok   $c"
-		pass=$((pass + 1))
-	else
-		echo "FAIL $c differs from $ref:"
-		diff "$tmp/$ref/$c" "$tmp/ours/$c" | head -n 20
-		fail=$((fail + 1))
-	fi
+	compare_case "$c" "$tmp/$ref/$c" "$tmp/ours/$c" "vs $ref"
 done
 
 for l in v44 ours; do
