@@ -26,6 +26,9 @@ pub struct IdState {
     pub resolving_ai: bool,
     /// Its result, until `rdma_query_addrinfo` takes it.
     pub resolved_ai: *mut rdma_addrinfo,
+    /// Threads blocked in [`IdPriv::wait_acked`] (acks wake only these:
+    /// a condition-variable wake-up is a system call).
+    pub waiters: u32,
 }
 
 #[repr(C)]
@@ -71,8 +74,23 @@ impl IdPriv {
 
     /// One more event of this id is finished with.
     pub fn complete_event(&self) {
-        self.lock().events_completed += 1;
-        self.cond.notify_all();
+        let mut st = self.lock();
+        st.events_completed += 1;
+        if st.waiters > 0 {
+            self.cond.notify_all();
+        }
+    }
+
+    /// Block until `reported` events of this id have been acked (the
+    /// kernel's count from DESTROY_ID / MIGRATE_ID), holding only this id's
+    /// mutex, released while waiting.
+    pub fn wait_acked<'a>(&'a self, mut st: MutexGuard<'a, IdState>, reported: u32) -> MutexGuard<'a, IdState> {
+        st.waiters += 1;
+        while st.events_completed < reported {
+            st = self.cond.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.waiters -= 1;
+        st
     }
 }
 
@@ -135,7 +153,12 @@ pub fn create_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u3
         handle: u32::MAX,
         sync: AtomicBool::new(sync),
         dev: AtomicPtr::new(std::ptr::null_mut()),
-        state: Mutex::new(IdState { events_completed: 0, resolving_ai: false, resolved_ai: std::ptr::null_mut() }),
+        state: Mutex::new(IdState {
+            events_completed: 0,
+            resolving_ai: false,
+            resolved_ai: std::ptr::null_mut(),
+            waiters: 0,
+        }),
         cond: Condvar::new(),
     }));
     // SAFETY: ch is live (checked or just made).
@@ -167,12 +190,7 @@ pub fn destroy_id(idp: &IdPriv) -> Result<()> {
         let ev = std::mem::replace(&mut id.event, std::ptr::null_mut());
         let _ = ack_event(ev);
     }
-    {
-        let mut st = idp.lock();
-        while st.events_completed < reported {
-            st = idp.cond.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
-    }
+    drop(idp.wait_acked(idp.lock(), reported));
     let p = idp as *const IdPriv as *mut IdPriv;
     let ch = id.channel;
     registry::remove_id(p, ch);
@@ -429,12 +447,10 @@ pub fn migrate(idp: &IdPriv, ch: *mut rdma_event_channel) -> Result<()> {
         }
         let _ = destroy_channel(old);
     }
-    let mut st = idp.lock();
+    let st = idp.lock();
     idp.sync.store(new_sync, Ordering::Release);
     id.channel = ch;
-    while st.events_completed < reported {
-        st = idp.cond.wait(st).unwrap_or_else(|e| e.into_inner());
-    }
+    drop(idp.wait_acked(st, reported));
     Ok(())
 }
 
