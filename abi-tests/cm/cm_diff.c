@@ -11,7 +11,8 @@
  *
  *   cm_diff [CASE...]   all cases, or these
  *   cm_diff --list
- *   cm_diff --threads   the thread test (8 threads x 200 cycles, twice)
+ *   cm_diff --threads [CYCLES]   the thread test (8 threads x 200 cycles,
+ *                       on one shared and on separate channels)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -654,7 +655,7 @@ static const struct tcase tcases[] = {
 
 /* ---- thread test ---- */
 #define THREADS 8
-#define CYCLES 200
+static int CYCLES = 200;
 
 static struct rdma_event_channel *shared_ch;
 static pthread_mutex_t lk = PTHREAD_MUTEX_INITIALIZER;
@@ -774,8 +775,11 @@ int main(int argc, char **argv)
 			printf("%s\n", tcases[i].name);
 		return 0;
 	}
-	if (argc == 2 && !strcmp(argv[1], "--threads"))
+	if (argc >= 2 && !strcmp(argv[1], "--threads")) {
+		if (argc == 3)
+			CYCLES = atoi(argv[2]);
 		return thread_test(1);
+	}
 	for (i = 0; i < NT; i++) {
 		int run = argc == 1;
 		for (a = 1; a < argc; a++)

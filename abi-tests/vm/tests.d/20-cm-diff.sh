@@ -56,6 +56,18 @@ for l in v44 ours; do
 		fail=$((fail + 1))
 	fi
 done
+# Leaks and invalid accesses of ours in the threaded run (fewer cycles: valgrind
+# under emulation is slow). Only our library's frames count as "definitely lost".
+vlog=$tmp/threads-valgrind
+if timeout 400 env LD_LIBRARY_PATH="$OURS_DIR" valgrind --leak-check=full --errors-for-leak-kinds=definite \
+	--error-exitcode=3 --log-file="$vlog" "$BIN" --threads 10 >"$tmp/threads-vg.out" 2>&1; then
+	echo "ok   threads under valgrind [ours]: $(tr '\n' ';' <"$tmp/threads-vg.out") $(grep -o 'definitely lost: [^,]*' "$vlog" | head -n1)"
+	pass=$((pass + 1))
+else
+	echo "FAIL threads under valgrind [ours] (exit $?):"
+	grep -E "definitely|ERROR SUMMARY|Invalid" "$vlog" | head -n 10
+	fail=$((fail + 1))
+fi
 cp -r "$tmp" "${VM_OUT:-/tmp}/cm-diff-$KERNEL" 2>/dev/null
 echo "$pass passed, $fail failed, $skip skipped"
 ((fail == 0))
