@@ -20,7 +20,7 @@ for k in 6.1 new; do
 	rm -rf "$out" && mkdir -p "$out"
 	echo "=== kernel $k: $(cat .cache/vm/k-$k/kver)"
 	start=$SECONDS
-	bash abi-tests/vm/run.sh --kernel "$k" --timeout 420 --out "$REPO/$out" -- bash abi-tests/vm/suite.sh |
+	bash abi-tests/vm/run.sh --kernel "$k" --timeout 540 --out "$REPO/$out" -- bash abi-tests/vm/suite.sh |
 		grep --line-buffered -v 'reboot: Power down' | tee "$out/console.log"
 	rc=${PIPESTATUS[0]}
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out/console.log" | tail -n1)
