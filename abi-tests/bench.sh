@@ -16,7 +16,7 @@ N1=2000 N2=12000
 count() { # lib mode n -> instructions
 	local lib=$1 mode=$2 n=$3 f
 	f=$(mktemp "$out/cg.XXXXXX")
-	abi-tests/fakesysfs-run.sh env LD_PRELOAD="$lib" valgrind --tool=callgrind --callgrind-out-file="$f" \
+	bash abi-tests/gai/fakesysfs.sh env LD_PRELOAD="$lib" valgrind --tool=callgrind --callgrind-out-file="$f" \
 		"$out/gai_bench" "$mode" "$n" >/dev/null 2>&1
 	awk '/^summary:/ { print $2 }' "$f"
 	rm -f "$f"

@@ -186,10 +186,11 @@ pub fn in6_to_ib(ps: c_int, sin6: &libc::sockaddr_in6) -> sockaddr_ib {
     sib
 }
 
-/// Upstream's `ucma_set_sid`: sid = (ps << 16) + port; mask covers the port
+/// Upstream's `ucma_set_sid`: sid = (ps << 16) + port, the port space taken
+/// as the unsigned 32-bit enum it is in C; mask covers the port
 /// space when there is one and the port when it is non-zero.
 pub fn set_sid(ps: c_int, port: u16, sib: &mut sockaddr_ib) {
-    sib.sib_sid = ((ps as i64 as u64) << 16).wrapping_add(port as u64).to_be();
+    sib.sib_sid = ((ps as u32 as u64) << 16).wrapping_add(port as u64).to_be();
     let mut mask = 0u64;
     if ps != 0 {
         mask = RDMA_IB_IP_PS_MASK;
@@ -524,6 +525,9 @@ mod tests {
         assert_eq!((sib.sib_sid, sib.sib_sid_mask), (0, 0));
         set_sid(RDMA_PS_TCP, 0, &mut sib);
         assert_eq!(u64::from_be(sib.sib_sid_mask), RDMA_IB_IP_PS_MASK);
+        // A negative port space is the unsigned enum value in C.
+        set_sid(-1, 7471, &mut sib);
+        assert_eq!(u64::from_be(sib.sib_sid), 0xffff_ffff_1d2f);
     }
 
     #[test]
