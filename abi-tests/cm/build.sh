@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# build.sh — build the CM differential test program on the host (the VM
-# runs it from the shared root). Against Debian's header; the RDMACM_1.4
-# functions are looked up at run time.
+# build.sh — build the CM core test programs on the host into build/abi-tests/
+# (the guest runs them from the shared, read-only host root):
+#   cm_diff     the differential cases (abi-tests/vm/tests.d/20-cm-diff.sh)
+#   cm_threads  the thread test
+# Against Debian's header and library (-lrdmacm); the RDMACM_1.4 functions
+# are looked up at run time (dlsym), so the binaries load on any librdmacm.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p build/abi-tests
-cc -O1 -g -Wall -Wextra -o build/abi-tests/cm_diff abi-tests/cm/cm_diff.c -lrdmacm -libverbs -lpthread -ldl
+CFLAGS=(-O1 -g -Wall -Wextra -Werror)
+cc "${CFLAGS[@]}" -o build/abi-tests/cm_diff abi-tests/cm/cm_diff.c -lrdmacm -libverbs -ldl
+cc "${CFLAGS[@]}" -o build/abi-tests/cm_threads abi-tests/cm/cm_threads.c -lrdmacm -libverbs -lpthread -ldl

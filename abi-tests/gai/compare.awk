@@ -9,7 +9,7 @@
 # takes REF2_OUT as reference (an empty file name or an absent file: the
 # case is skipped), v44 REF_OUT. EXPECTED: expected-diffs.txt, lines
 # "case | kernel | regex | reason" (kernel ignored here; see
-# abi-tests/lib/diffcases.sh): a listed case must differ from its reference
+# expected-diffs.txt): a listed case must differ from its reference
 # and one of our lines must match the regex; every other case must be
 # identical. self=1 (the library under test is the reference itself): listed
 # cases are skipped, since the reference output of an upstream bug may be

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""compare.py — case-by-case comparison of cm_diff outputs (used by
+abi-tests/vm/tests.d/20-cm-diff.sh; one process instead of hundreds of
+small ones, which matters under TCG emulation).
+
+    compare.py DIR KERNEL EXPECTED-DIFFS CASE...
+
+DIR holds one directory per library (v44, v65, ours), each with one file
+per case. The reference is v44 for core cases and v65 for v14-* cases.
+A case passes when ours prints what the reference prints, except for the
+lines documented in EXPECTED-DIFFS for this kernel: there, within the
+block of LABEL (its result line "  LABEL: RESULT" and the detail lines
+indented by 4 that follow), ours must have the expected line (RESULT for
+the result line, the trimmed text for a detail line); that line and the
+reference's line at the same place in its block are left out of the
+comparison, everything else must match.
+
+Prints "ok   CASE ...", "FAIL CASE ..." (with a diff) or "SKIP CASE: why"
+per case, then a last line "counts P F K". A case whose two outputs are
+the single line "  (needs ...)" (a part of the bed is missing, e.g. the
+two-namespace network on 6.1) is skipped.
+"""
+import difflib
+import os
+import sys
+
+
+def read_expected(path, kernel):
+    exp = {}
+    with open(path) as f:
+        for line in f:
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            parts = [p.strip() for p in line.rstrip("\n").split("|", 4)]
+            if len(parts) != 5:
+                print(f"FAIL expected-diffs.txt: malformed line: {line.rstrip()}")
+                continue
+            case, k, label, want, why = parts
+            if k in ("any", kernel):
+                exp.setdefault(case, []).append((label, want, why))
+    return exp
+
+
+def block(lines, label):
+    """[(index, text)] of LABEL's block, see the module doc."""
+    prefix = f"  {label}: "
+    out = []
+    for i, l in enumerate(lines):
+        if out:
+            if l.startswith("    "):
+                out.append((i, l.strip()))
+                continue
+            break
+        if l.startswith(prefix):
+            out.append((i, l[len(prefix):]))
+    return out
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().splitlines()
+    except OSError:
+        return None
+
+
+def main():
+    d, kernel, expfile = sys.argv[1:4]
+    cases = sys.argv[4:]
+    expected = read_expected(expfile, kernel)
+    have_v65 = os.path.isdir(os.path.join(d, "v65"))
+    p = f = k = 0
+    for c in cases:
+        ref = "v65" if c.startswith("v14-") else "v44"
+        if ref == "v65" and not have_v65:
+            print(f"SKIP {c}: reference upstream v65 not built (abi-tests/upstream/build-v65.sh)")
+            k += 1
+            continue
+        r = read(os.path.join(d, ref, c))
+        o = read(os.path.join(d, "ours", c))
+        if not o:
+            print(f"FAIL {c}: no output from ours")
+            f += 1
+            continue
+        if not r:
+            print(f"FAIL {c}: no output from the reference {ref}")
+            f += 1
+            continue
+        # "  (needs ...)": a part of the bed is missing (both runs agree)
+        if o == r and len(o) == 1 and o[0].startswith("  (needs "):
+            print(f"SKIP {c}: {o[0].strip()[1:-1]}")
+            k += 1
+            continue
+        if any("SKIP: library lacks" in l for l in r):
+            print(f"FAIL {c}: the reference {ref} lacks the RDMACM_1.4 functions")
+            f += 1
+            continue
+        if any("SKIP: library lacks" in l for l in o):
+            print(f"SKIP {c}: our library lacks the RDMACM_1.4 functions")
+            k += 1
+            continue
+        why, miss, del_o, del_r = [], [], set(), set()
+        for label, want, reason in expected.get(c, []):
+            ob, rb = block(o, label), block(r, label)
+            j = next((n for n, (_, t) in enumerate(ob) if t == want), None)
+            if j is None:
+                show = lambda b: " / ".join(t for _, t in b) if b else "<no such line>"
+                miss.append(f"[{label}: expected '{want}', ours '{show(ob)}', {ref} '{show(rb)}'; {reason}]")
+                continue
+            was = rb[j][1] if j < len(rb) else "<no such line>"
+            note = f" (note: {ref} now agrees)" if was == want else ""
+            why.append(f"[{label}: {ref} '{was}', ours '{want}': {reason}]{note}")
+            del_o.add(ob[j][0])
+            if j < len(rb):
+                del_r.add(rb[j][0])
+        rr = [l for i, l in enumerate(r) if i not in del_r]
+        oo = [l for i, l in enumerate(o) if i not in del_o]
+        if miss:
+            print(f"FAIL {c}: documented difference not as expected: {' '.join(miss)}")
+            f += 1
+        elif rr == oo:
+            print(f"ok   {c}" + (f" (documented difference from {ref}: {' '.join(why)})" if why else ""))
+            p += 1
+        else:
+            print(f"FAIL {c} differs from {ref}:")
+            diff = list(difflib.unified_diff(rr, oo, ref, "ours", n=1, lineterm=""))
+            print("\n".join(diff[2:32]))
+            f += 1
+        if ref == "v44":
+            v65 = read(os.path.join(d, "v65", c))
+            if v65 and v65 != r:
+                n = sum(1 for l in difflib.ndiff(r, v65) if l[:1] in "+-")
+                print(f"     (note: upstream v65 differs from v44 here in {n} lines)")
+    print(f"counts {p} {f} {k}")
+
+
+main()
