@@ -18,7 +18,7 @@ die() { echo "vm setup: $*" >&2; exit 1; }
 # --- host packages ---------------------------------------------------------
 pkgs=(qemu-system-x86 busybox-static kmod cpio xz-utils zstd iproute2 rdma-core ibverbs-providers ibverbs-utils
       rdmacm-utils perftest librdmacm1 librdmacm-dev libibverbs-dev valgrind strace
-      cmake ninja-build libudev-dev libnl-3-dev libnl-route-3-dev pkg-config gcc)
+      cmake ninja-build libudev-dev libnl-3-dev libnl-route-3-dev pkg-config gcc python3)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
