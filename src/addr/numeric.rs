@@ -50,32 +50,37 @@ pub struct Answer {
 /// Strict dotted-quad IPv4 (four decimal parts 0–255, no leading zeros):
 /// exactly the forms on which every parser agrees.
 pub fn parse_ipv4(s: &[u8]) -> Option<[u8; 4]> {
-    if !(7..=15).contains(&s.len()) {
-        return None;
-    }
     let mut out = [0u8; 4];
-    let mut i = 0;
-    for (part, o) in out.iter_mut().enumerate() {
-        let start = i;
-        let mut v: u32 = 0;
-        while i < s.len() && i - start < 3 && s[i].is_ascii_digit() {
-            v = v * 10 + (s[i] - b'0') as u32;
-            i += 1;
-        }
-        let n = i - start;
-        // No digits, over 255, or a leading zero (octal to glibc).
-        if n == 0 || v > 255 || (n > 1 && s[start] == b'0') {
-            return None;
-        }
-        *o = v as u8;
-        if part < 3 {
-            if i >= s.len() || s[i] != b'.' {
+    let mut part = 0usize;
+    let mut val: u32 = 0;
+    let mut digits = 0u32;
+    for &c in s {
+        let d = c.wrapping_sub(b'0');
+        if d <= 9 {
+            // A leading zero means octal to glibc; more than 255 (which also
+            // catches a fourth digit) is not a dotted-quad part.
+            if digits == 1 && val == 0 {
                 return None;
             }
-            i += 1;
+            val = val * 10 + d as u32;
+            digits += 1;
+            if val > 255 {
+                return None;
+            }
+        } else if c == b'.' && digits != 0 && part < 3 {
+            out[part] = val as u8;
+            part += 1;
+            val = 0;
+            digits = 0;
+        } else {
+            return None;
         }
     }
-    (i == s.len()).then_some(out)
+    if part != 3 || digits == 0 {
+        return None;
+    }
+    out[3] = val as u8;
+    Some(out)
 }
 
 /// The glibc-level request (after the rdma → glibc hint mapping).
@@ -88,14 +93,19 @@ pub struct GaiRequest {
 
 /// Parse a service the way glibc does when it is purely numeric.
 pub fn numeric_port(service: Option<&[u8]>) -> Option<u16> {
-    match service {
-        None => Some(0),
-        Some(s) if !s.is_empty() && s.len() <= 5 && s.iter().all(u8::is_ascii_digit) => {
-            let v = s.iter().fold(0u32, |acc, d| acc * 10 + (d - b'0') as u32);
-            u16::try_from(v).ok()
-        }
-        _ => None,
+    let Some(s) = service else { return Some(0) };
+    if s.is_empty() || s.len() > 5 {
+        return None;
     }
+    let mut v: u32 = 0;
+    for &c in s {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + d as u32;
+    }
+    u16::try_from(v).ok()
 }
 
 fn first_type(req: &GaiRequest) -> Option<(i32, i32)> {
@@ -160,7 +170,8 @@ mod tests {
     #[test]
     fn strict_ipv4_agrees_with_std() {
         for s in ["0.0.0.0", "255.255.255.255", "192.0.2.1", "1.2.3", "1.2.3.4.5", "256.1.1.1", "01.1.1.1",
-                  "1..1.1", "1.1.1.", ".1.1.1", "1.1.1.1a", "", "1234.1.1.1", "0.00.1.1"] {
+                  "1..1.1", "1.1.1.", ".1.1.1", "1.1.1.1a", "", "1234.1.1.1", "0.00.1.1", "1.2.3.0255",
+                  "10.0.0.10", "9.99.199.249", "1.2.3.-4", "1.2.3.4 ", " 1.2.3.4", "1.2.3.4/8"] {
             let std = s.parse::<std::net::Ipv4Addr>().ok().map(|a| a.octets());
             assert_eq!(parse_ipv4(s.as_bytes()), std, "{s}");
         }
