@@ -1,71 +1,144 @@
 #!/usr/bin/env bash
-# suite.sh — (guest side) the real-kernel suite, run by vm-test.sh in a fresh
-# soft-RoCE guest:
-#  1. bed self-check: rdma-core's programs with Debian's library; if they
-#     fail, the bed is broken and the suite says so;
-#  2. every tests.d/*.sh (differential tests of our library against the
-#     upstream ones; exit 0 pass, 77 skip, else fail; a closing
-#     "N passed, M failed[, K skipped]" line gives finer counts);
-#  3. the compatibility matrix: each program with our library through
-#     LD_PRELOAD and LD_LIBRARY_PATH, written to $VM_OUT/compat-$VM_KERNEL.md.
-# Ends with one line "N passed, M failed, K skipped"; exit 1 on any failure.
+# suite.sh — (guest side) the real-kernel suite; vm-test.sh runs it once per
+# kernel in a fresh soft-RoCE guest (run.sh):
+#  1. bed self-check: every program pair of programs.sh with Debian's
+#     librdmacm; a failure there means the bed, not our library, is broken
+#     and the suite says "BED BROKEN: ...";
+#  2. every executable abi-tests/vm/tests.d/*.sh, in name order, each under
+#     `timeout TESTD_TIMEOUT` (default 300 s, less when the suite's budget
+#     runs out; the script's cwd is the repo): exit 0 pass, 77 skip, anything
+#     else fail; a script whose output ends with "N passed, M failed[, K
+#     skipped]" contributes those counts instead (a non-zero exit still
+#     counts as at least one failure);
+#  3. the compatibility matrix: each pair with the library under test through
+#     LD_PRELOAD and through LD_LIBRARY_PATH, written as a markdown table to
+#     $VM_OUT/compat-$VM_KERNEL.md. The library under test is
+#     $RDMACM_UNDER_TEST (default build/librdmacm.so.1; LD_LIBRARY_PATH uses
+#     its directory, which must then hold it as librdmacm.so.1). Missing
+#     library: every cell "skipped (library not built)". MATRIX_MODES
+#     (default "preload libpath") can leave a column out.
+# SUITE_PARTS (default "selfcheck testsd matrix") picks the parts to run.
+# Logs go to $VM_OUT (programs-KERNEL.log, TEST-KERNEL.log). Past
+# SUITE_BUDGET seconds (default 400) the remaining items are not run and
+# count as failed. Ends with exactly one line "N passed, M failed, K skipped";
+# exit 1 on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 OUT=${VM_OUT:-/tmp}
 KERNEL=${VM_KERNEL:-$(uname -r)}
 OURS=${RDMACM_UNDER_TEST:-$REPO/build/librdmacm.so.1}
+case $OURS in /*) ;; *) OURS=$REPO/$OURS ;; esac
 OURS_DIR=$(dirname "$OURS")
+TESTD_TIMEOUT=${TESTD_TIMEOUT:-300}
+SUITE_BUDGET=${SUITE_BUDGET:-400}
+MATRIX_MODES=${MATRIX_MODES:-preload libpath}
+SUITE_PARTS=${SUITE_PARTS:-selfcheck testsd matrix}
+part() { [[ " $SUITE_PARTS " == *" $1 "* ]]; }
+export RDMACM_UNDER_TEST=$OURS
 source abi-tests/vm/programs.sh
+prepare_symbols "$SYSTEM_RDMACM" "$OURS" "$OURS_DIR/librdmacm.so.1"
 P=0 F=0 K=0
 log=$OUT/programs-$KERNEL.log
 : >"$log"
+count() { # result string
+	case $1 in passed) P=$((P + 1)) ;; skipped*) K=$((K + 1)) ;; *) F=$((F + 1)) ;; esac
+}
+over_budget() { ((SECONDS > SUITE_BUDGET)); }
+NOT_RUN="failed (not run: suite time budget of ${SUITE_BUDGET}s spent)"
 
-echo "== bed self-check (Debian's librdmacm) on $(uname -r) ($(cat /run/rdmacm-net-mode) network)"
-bed_ok=1
-for spec in "${PAIRS[@]}"; do
-	name=${spec%%|*}
-	r=$(run_pair "$spec" system "$log")
-	printf '  %-22s %s\n' "$name" "$r"
-	case $r in passed) P=$((P + 1)) ;; skipped*) K=$((K + 1)) ;; *) F=$((F + 1)); bed_ok=0 ;; esac
-done
-((bed_ok)) || echo "BED BROKEN: upstream programs fail with the upstream library (see $(basename "$log"))"
 
-echo "== differential tests"
-for t in abi-tests/vm/tests.d/*.sh; do
-	[ -e "$t" ] || continue
-	tl=$OUT/$(basename "$t" .sh)-$KERNEL.log
-	bash "$t" >"$tl" 2>&1
-	rc=$?
-	line=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$tl" | tail -n1)
-	if [ -n "$line" ]; then
-		p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<<"$line")
-		f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<<"$line")
-		k=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+' || echo 0)
-	else
-		p=$((rc == 0)) f=$((rc != 0 && rc != 77)) k=$((rc == 77))
-	fi
-	((rc != 0 && rc != 77 && f == 0)) && f=1
-	P=$((P + p)) F=$((F + f)) K=$((K + k))
-	grep -E '^(FAIL|SKIP|ok|diff|[-+]|  )' "$tl" | grep -v '^ok' | head -n 40 | sed 's/^/    /'
-	printf '  %-22s exit %d: %d passed, %d failed, %d skipped\n' "$(basename "$t")" "$rc" "$p" "$f" "$k"
-done
-
-echo "== compatibility matrix (rdmacm-rs: $OURS)"
-matrix=$OUT/compat-$KERNEL.md
-{
-	echo "| program | LD_PRELOAD | LD_LIBRARY_PATH |"
-	echo "|---|---|---|"
-} >"$matrix"
-for spec in "${PAIRS[@]}"; do
-	name=${spec%%|*}
-	r1=$(run_pair "$spec" "preload:$OURS" "$log")
-	r2=$(run_pair "$spec" "libpath:$OURS_DIR" "$log")
-	printf '  %-22s preload: %s; libpath: %s\n' "$name" "$r1" "$r2"
-	echo "| $name | $r1 | $r2 |" >>"$matrix"
-	for r in "$r1" "$r2"; do
-		case $r in passed) P=$((P + 1)) ;; skipped*) K=$((K + 1)) ;; *) F=$((F + 1)) ;; esac
+self_check() {
+	echo "== bed self-check: Debian's librdmacm on $(uname -r), $(cat /run/rdmacm-net-mode 2>/dev/null || echo unknown) network"
+	local spec name r bad=()
+	for spec in "${PAIRS[@]}"; do
+		name=${spec%%|*}
+		if over_budget; then r=$NOT_RUN; else r=$(run_pair "$spec" system "$log"); fi
+		printf '  %-22s %s\n' "$name" "$r"
+		count "$r"
+		[ "$r" = passed ] || bad+=("$name")
 	done
+	if ((${#bad[@]})); then
+		echo "BED BROKEN: rdma-core's programs fail with Debian's own librdmacm: ${bad[*]} (see $(basename "$log"))"
+	fi
+}
+
+tests_d() {
+	echo "== tests.d"
+	local t tn tl ts tmo rc line p f k
+	for t in abi-tests/vm/tests.d/*.sh; do
+		[ -e "$t" ] || continue
+		tn=$(basename "$t")
+		if [ ! -x "$t" ]; then
+			echo "  $tn: not executable, not run"
+			continue
+		fi
+		if over_budget; then
+			printf '  %-22s %s\n' "$tn" "$NOT_RUN"
+			F=$((F + 1))
+			continue
+		fi
+		tl=$OUT/${tn%.sh}-$KERNEL.log
+		ts=$SECONDS
+		# Never past the suite's budget (but give a script at least 30 s).
+		tmo=$((SUITE_BUDGET - SECONDS))
+		((tmo > TESTD_TIMEOUT)) && tmo=$TESTD_TIMEOUT
+		((tmo < 30)) && tmo=30
+		timeout -k 5 "$tmo" bash "$t" >"$tl" 2>&1
+		rc=$?
+		((rc == 124 || rc == 137)) && echo "TIMEOUT: killed after ${tmo}s" >>"$tl"
+		line=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$tl" | tail -n1)
+		if [ -n "$line" ]; then
+			p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<<"$line")
+			f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<<"$line")
+			k=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+		else
+			p=$((rc == 0)) f=$((rc != 0 && rc != 77)) k=$((rc == 77))
+		fi
+		((rc != 0 && rc != 77 && f == 0)) && f=1
+		P=$((P + p)) F=$((F + f)) K=$((K + k))
+		# Show what failed or was skipped (the full log is in $VM_OUT).
+		grep -E '^(FAIL|SKIP|TIMEOUT|diff|[-+<>]|  )' "$tl" | head -n 40 | sed 's/^/    /'
+		printf '  %-22s exit %d: %d passed, %d failed, %d skipped (%d s)\n' "$tn" "$rc" "$p" "$f" "$k" $((SECONDS - ts))
+	done
+}
+
+matrix() {
+	echo "== compatibility matrix: $OURS"
+	local table=$OUT/compat-$KERNEL.md spec name r1 r2
+	{
+		echo "Compatibility of rdma-core's programs with $OURS"
+		echo "on kernel $(uname -r) ($(cat /run/rdmacm-net-mode 2>/dev/null) network), $(date -u '+%Y-%m-%d %H:%M UTC')."
+		echo
+		echo "| program | LD_PRELOAD | LD_LIBRARY_PATH |"
+		echo "|---|---|---|"
+	} >"$table"
+	for spec in "${PAIRS[@]}"; do
+		name=${spec%%|*}
+		r1="skipped (not asked for)" r2="skipped (not asked for)"
+		if [[ " $MATRIX_MODES " == *" preload "* ]]; then
+			if over_budget; then r1=$NOT_RUN; else r1=$(run_pair "$spec" "preload:$OURS" "$log"); fi
+		fi
+		if [[ " $MATRIX_MODES " == *" libpath "* ]]; then
+			if over_budget; then r2=$NOT_RUN; else r2=$(run_pair "$spec" "libpath:$OURS_DIR" "$log"); fi
+		fi
+		if [ "$r1" = "$r2" ]; then
+			printf '  %-22s %s\n' "$name" "$r1"
+		else
+			printf '  %-22s preload: %s; libpath: %s\n' "$name" "$r1" "$r2"
+		fi
+		echo "| $name | $r1 | $r2 |" >>"$table"
+		count "$r1"
+		count "$r2"
+	done
+	echo "   table: $(basename "$table")"
+}
+
+for p in selfcheck testsd matrix; do
+	part $p || continue
+	t0=$SECONDS
+	case $p in selfcheck) self_check ;; testsd) tests_d ;; matrix) matrix ;; esac
+	echo "   ($((SECONDS - t0)) s)"
 done
 echo "$P passed, $F failed, $K skipped"
 ((F == 0))
