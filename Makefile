@@ -45,16 +45,18 @@ $(LIB): $(STATIC) librdmacm.map
 		-Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive \
 		-Wl,--no-as-needed -libverbs -Wl,--as-needed -lgcc_s -lpthread -ldl -lc
 
+# Links, and no stale library file of another ABI level or version beside them.
 $(B)/librdmacm.so.1: $(LIB)
-	@rm -f $(B)/librdmacm.so.1.* 2>/dev/null; true
-	@test -f $(LIB) || $(MAKE) --no-print-directory $(LIB)
+	find $(B) -maxdepth 1 -name 'librdmacm.so.1.*' ! -name '$(SOFILE)' -delete
 	ln -sf $(SOFILE) $(B)/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(B)/librdmacm.so
 
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	-e 's|@VERSION@|1.$(LEVEL).$(VERSION)|' pkgconfig/librdmacm.pc.in
+
 $(B)/librdmacm.pc: pkgconfig/librdmacm.pc.in Cargo.toml librdmacm.map
 	@mkdir -p $(B)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-		-e 's|@VERSION@|1.$(LEVEL).$(VERSION)|' $< > $@
+	$(PC_SED) > $@
 
 headers:
 	cbindgen --quiet --config cbindgen.toml --crate rdmacm-rs --output include/rdma/rdma_cma.h
@@ -93,8 +95,7 @@ install: all
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 	install -m 0644 include/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h
 	install -m 0644 include/infiniband/ib.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-		-e 's|@VERSION@|1.$(LEVEL).$(VERSION)|' pkgconfig/librdmacm.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
+	$(PC_SED) > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 
 uninstall:
