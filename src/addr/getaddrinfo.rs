@@ -53,6 +53,10 @@ impl<'a> Hints<'a> {
     pub fn port_space(&self) -> c_int {
         self.raw.map_or(0, |h| h.ai_port_space)
     }
+    /// Whether a source address hint is given.
+    pub fn has_src(&self) -> bool {
+        self.raw.is_some_and(|h| h.ai_src_len != 0)
+    }
     /// The hint source address, if one is given (`ai_src_len != 0`).
     pub fn src(&self) -> Result<Option<RawAddr>> {
         match self.raw {
@@ -247,36 +251,32 @@ fn to_rai(h: &Hints, r: FirstResult) -> Result<AddrInfo> {
     Ok(ai)
 }
 
-/// The node/service part of the query: fast numeric path or glibc.
-fn lookup(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<AddrInfo> {
-    if h.given() {
-        if let Some(n) = node {
-            let req = gai_request(h);
-            if let Some(a) = numeric::resolve(n.to_bytes(), service.map(CStr::to_bytes), &req) {
-                let passive = h.flags() & RAI_PASSIVE != 0;
-                let first = FirstResult {
-                    passive,
-                    socktype: a.socktype,
-                    protocol: a.protocol,
-                    addr: a.addr.raw(),
-                    canonname: None,
-                };
-                return to_rai(h, first);
-            }
-        }
-    }
-    let first = glibc_lookup(node, service, h)?;
+/// What glibc would answer first for a numeric literal, computed without
+/// glibc (see [`numeric`]); only with hints, as explained there.
+fn numeric_answer(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Option<numeric::Answer> {
+    let n = node.filter(|_| h.given())?;
+    numeric::resolve(n.to_bytes(), service.map(CStr::to_bytes), &gai_request(h))
+}
+
+/// The node/service part of the query: the numeric answer, or glibc.
+fn lookup(node: Option<&CStr>, service: Option<&CStr>, h: &Hints, num: Option<numeric::Answer>) -> Result<AddrInfo> {
+    let first = match num {
+        Some(a) => FirstResult {
+            passive: h.flags() & RAI_PASSIVE != 0,
+            socktype: a.socktype,
+            protocol: a.protocol,
+            addr: a.addr.raw(),
+            canonname: None,
+        },
+        None => glibc_lookup(node, service, h)?,
+    };
     to_rai(h, first)
 }
 
-/// The whole query, as a list of results (first element first).
-pub fn resolve(node: Option<&CStr>, service: Option<&CStr>, hints: Option<&rdma_addrinfo>) -> Result<Vec<AddrInfo>> {
-    if node.is_none() && service.is_none() && hints.is_none() {
-        return Err(Error::Errno(libc::EINVAL));
-    }
+/// The whole query, as a list of results (first element first); `num` is
+/// the numeric answer if the node is a literal glibc would answer alike.
+fn resolve(node: Option<&CStr>, service: Option<&CStr>, h: &Hints, num: Option<numeric::Answer>) -> Result<Vec<AddrInfo>> {
     crate::cm::init()?;
-    let h = Hints::new(hints);
-
     if h.flags() & RAI_SA != 0 {
         if node.is_some() || h.flags() & RAI_DNS != 0 {
             return Err(Error::Errno(libc::EOPNOTSUPP));
@@ -285,7 +285,7 @@ pub fn resolve(node: Option<&CStr>, service: Option<&CStr>, hints: Option<&rdma_
     }
 
     let mut ai = if node.is_some() || service.is_some() {
-        lookup(node, service, &h)?
+        lookup(node, service, h, num)?
     } else {
         AddrInfo {
             flags: h.flags(),
@@ -300,7 +300,7 @@ pub fn resolve(node: Option<&CStr>, service: Option<&CStr>, hints: Option<&rdma_
         ai.src = h.src()?;
     }
     if ai.flags & RAI_PASSIVE == 0 {
-        return Ok(acm::resolve(ai, &h));
+        return Ok(acm::resolve(ai, h));
     }
     Ok(vec![ai])
 }
@@ -311,10 +311,17 @@ pub fn rdma_getaddrinfo(
     service: Option<&CStr>,
     hints: Option<&rdma_addrinfo>,
 ) -> Result<*mut rdma_addrinfo> {
-    if let Some(list) = fast_path(node, service, hints)? {
-        return Ok(list);
+    if node.is_none() && service.is_none() && hints.is_none() {
+        return Err(Error::Errno(libc::EINVAL));
     }
-    let list = resolve(node, service, hints)?;
+    let h = Hints::new(hints);
+    let num = numeric_answer(node, service, &h);
+    if let Some(a) = &num {
+        if let Some(list) = fast_path(&h, a)? {
+            return Ok(list);
+        }
+    }
+    let list = resolve(node, service, &h, num)?;
     to_c_list(&list)
 }
 
@@ -322,19 +329,15 @@ pub fn rdma_getaddrinfo(
 /// numeric host and port (see [`numeric`]), no AF_IB conversion, and
 /// nothing for ibacm to add (passive, or no ibacm, and no source hint).
 /// The result is the one the general path would build.
-fn fast_path(node: Option<&CStr>, service: Option<&CStr>, hints: Option<&rdma_addrinfo>) -> Result<Option<*mut rdma_addrinfo>> {
-    let (Some(hr), Some(n)) = (hints, node) else { return Ok(None) };
-    let h = Hints::new(Some(hr));
+fn fast_path(h: &Hints, a: &numeric::Answer) -> Result<Option<*mut rdma_addrinfo>> {
     let flags = h.flags();
     let passive = flags & RAI_PASSIVE != 0;
     if flags & RAI_SA != 0
         || (flags & RAI_FAMILY != 0 && h.family() == AF_IB && flags & RAI_NUMERICHOST != 0)
-        || (!passive && (hr.ai_src_len != 0 || acm::connected()))
+        || (!passive && (h.has_src() || acm::connected()))
     {
         return Ok(None);
     }
-    let req = gai_request(&h);
-    let Some(a) = numeric::resolve(n.to_bytes(), service.map(CStr::to_bytes), &req) else { return Ok(None) };
     crate::cm::init()?;
     let node = calloc1::<rdma_addrinfo>()?;
     let (addr, len) = match &a.addr {
