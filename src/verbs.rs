@@ -61,7 +61,6 @@ extern "C" {
     pub fn ibv_free_device_list(list: *mut *mut ibv_device);
     pub fn ibv_get_device_guid(dev: *mut ibv_device) -> u64;
     pub fn ibv_get_device_index(dev: *mut ibv_device) -> c_int;
-    pub fn ibv_get_device_name(dev: *mut ibv_device) -> *const c_char;
     pub fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context;
     pub fn ibv_close_device(ctx: *mut ibv_context) -> c_int;
     pub fn ibv_query_device(ctx: *mut ibv_context, attr: *mut DeviceAttr) -> c_int;

@@ -13,67 +13,50 @@ pub mod devices;
 pub mod id;
 
 /// The one C boundary: run `f`; on success restore errno and return its
-/// value; on failure set errno and return `fallback` — except that a raw
-/// `EAI_*` code is returned as it is when `pass_eai` (rdma_getaddrinfo's
-/// convention). A panic is EIO.
-fn boundary<T>(fallback: T, pass_eai: bool, f: impl FnOnce() -> crate::error::Result<T>) -> T
-where
-    T: From<i32>,
-{
+/// value; on failure (a panic is EIO) let `on_err` decide what C sees.
+fn boundary<T>(f: impl FnOnce() -> crate::error::Result<T>, on_err: impl FnOnce(Error) -> T) -> T {
     let saved = errno();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => {
             set_errno(saved);
             v
         }
-        Ok(Err(Error::Eai(code))) if pass_eai => T::from(code),
-        Ok(Err(Error::Errno(e))) => {
-            set_errno(e);
-            fallback
-        }
-        Ok(Err(Error::Eai(_))) | Err(_) => {
-            set_errno(libc::EIO);
-            fallback
-        }
+        Ok(Err(e)) => on_err(e),
+        Err(_) => on_err(Error::Errno(libc::EIO)),
     }
 }
 
-/// `int` functions: -1 with errno, or a raw EAI code.
+/// Set errno for a failure and return the function's failure value.
+fn fail<T>(e: Error, value: T) -> T {
+    set_errno(match e {
+        Error::Errno(n) => n,
+        Error::Eai(_) => libc::EIO,
+    });
+    value
+}
+
+/// `int` functions: -1 with errno, or a raw EAI code (rdma_getaddrinfo's
+/// convention, errno untouched).
 pub(crate) fn guard(f: impl FnOnce() -> crate::error::Result<c_int>) -> c_int {
-    boundary(-1, true, f)
+    boundary(f, |e| match e {
+        Error::Eai(code) => code,
+        e => fail(e, -1),
+    })
 }
 
 /// Functions returning nothing: errno is the only report of a failure.
 pub(crate) fn guard_void(f: impl FnOnce() -> crate::error::Result<()>) {
-    struct Unit;
-    impl From<i32> for Unit {
-        fn from(_: i32) -> Self {
-            Unit
-        }
-    }
-    boundary(Unit, false, || f().map(|_| Unit));
+    boundary(f, |e| fail(e, ()))
 }
 
 /// Pointer functions: NULL with errno.
 pub(crate) fn guard_ptr<T>(f: impl FnOnce() -> crate::error::Result<*mut T>) -> *mut T {
-    struct P<T>(*mut T);
-    impl<T> From<i32> for P<T> {
-        fn from(_: i32) -> Self {
-            P(std::ptr::null_mut())
-        }
-    }
-    boundary(P(std::ptr::null_mut()), false, || f().map(P)).0
+    boundary(f, |e| fail(e, std::ptr::null_mut()))
 }
 
 /// Functions returning a plain value: `fallback` with errno.
-pub(crate) fn guard_val(fallback: u16, f: impl FnOnce() -> crate::error::Result<u16>) -> u16 {
-    struct V(u16);
-    impl From<i32> for V {
-        fn from(_: i32) -> Self {
-            V(0)
-        }
-    }
-    boundary(V(fallback), false, || f().map(V)).0
+pub(crate) fn guard_val<T>(fallback: T, f: impl FnOnce() -> crate::error::Result<T>) -> T {
+    boundary(f, |e| fail(e, fallback))
 }
 
 #[cfg(test)]

@@ -178,11 +178,6 @@ impl Devices {
         }
         self.reap();
     }
-
-    /// The device entry behind an open context.
-    pub fn by_context(&self, ctx: *mut ibv_context) -> Option<&CmDevice> {
-        self.list.iter().map(|d| &**d).find(|d| d.verbs == ctx)
-    }
 }
 
 /// Open a device and read its limits (upstream's `ucma_init_device`).

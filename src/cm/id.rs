@@ -94,8 +94,9 @@ impl IdPriv {
     }
 }
 
-/// Length of a socket address the kernel accepts, as upstream's
-/// `ucma_addrlen`: 0 for NULL and unknown families.
+/// Copy a caller's socket address at the length its family has, as
+/// upstream's `ucma_addrlen` decides it (AF_IB only where the kernel takes
+/// it); None for NULL and unknown families.
 ///
 /// # Safety
 /// `addr` is NULL or readable for its family's length.

@@ -60,10 +60,6 @@ pub fn channel_fd(ch: *mut rdma_event_channel) -> Result<i32> {
     Ok(unsafe { (*ch).fd })
 }
 
-pub fn is_channel(ch: *mut rdma_event_channel) -> bool {
-    with(|r| r.channels.contains_key(&(ch as usize)))
-}
-
 /// Record a new id with its kernel handle, on its channel.
 pub fn add_id(p: *mut IdPriv, handle: u32, ch: *mut rdma_event_channel) {
     with(|r| {
