@@ -20,7 +20,7 @@ SOFILE := librdmacm.so.1.$(LEVEL).$(VERSION)
 B := build
 LIB := $(B)/$(SOFILE)
 STATIC := target/release/librdmacm.a
-RUST_SRC := $(shell find src -name '*.rs') Cargo.toml build.rs abi-tests/layout/layout.c
+RUST_SRC := $(shell find src -name '*.rs') src/verbs_shim.c Cargo.toml build.rs abi-tests/layout/layout.c
 
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib

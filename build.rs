@@ -44,7 +44,30 @@ fn rust_type(ty: &str) -> String {
     }
 }
 
+/// Compile src/verbs_shim.c (libibverbs' static-inline entry points) into a
+/// static archive linked into the crate.
+fn build_shim(out: &std::path::Path) {
+    println!("cargo:rerun-if-changed=src/verbs_shim.c");
+    let cc = env::var("CC").unwrap_or_else(|_| "cc".into());
+    let obj = out.join("verbs_shim.o");
+    let ok = Command::new(&cc)
+        .args(["-c", "-O2", "-fPIC", "-Wall", "-Werror", "-o"])
+        .arg(&obj)
+        .arg("src/verbs_shim.c")
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "cannot compile src/verbs_shim.c (needs libibverbs-dev)");
+    let lib = out.join("librdmacm_verbs_shim.a");
+    let _ = std::fs::remove_file(&lib);
+    let ok = Command::new("ar").arg("crs").arg(&lib).arg(&obj).status().map(|s| s.success()).unwrap_or(false);
+    assert!(ok, "ar failed for the verbs shim");
+    println!("cargo:rustc-link-search=native={}", out.display());
+    println!("cargo:rustc-link-lib=static=rdmacm_verbs_shim");
+}
+
 fn main() {
+    build_shim(&PathBuf::from(env::var("OUT_DIR").unwrap()));
     println!("cargo:rerun-if-changed=abi-tests/layout/layout.c");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=RDMACM_REQUIRE_LAYOUT");
@@ -87,6 +110,12 @@ fn main() {
                 // Read at fixed offsets by crate::verbs::DeviceAttr.
                 let c = format!("crate::verbs::DeviceAttr::OFF_{}", field.to_uppercase());
                 writeln!(code, "const _: () = assert!({c} == {off}, \"offsetof ibv_device_attr.{field}\");").unwrap();
+            }
+            [ty @ ("ibv_qp_attr" | "ibv_qp" | "ibv_pd" | "ibv_cq"), field, off, _] => {
+                // Read or written at fixed offsets by crate::verbs (the
+                // Rust types are opaque or raw).
+                let c = format!("crate::verbs::{}_OFF_{}", ty.to_uppercase(), field.to_uppercase());
+                writeln!(code, "const _: () = assert!({c} == {off}, \"offsetof {ty}.{field}\");").unwrap();
             }
             ["ibv_context", "device", off, _] => {
                 // crate::verbs::context_device reads the first word.

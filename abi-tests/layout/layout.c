@@ -83,6 +83,37 @@ int main(void)
 	F(ibv_device_attr, max_qp_wr); F(ibv_device_attr, max_qp_rd_atom);
 	F(ibv_device_attr, max_qp_init_rd_atom); F(ibv_device_attr, phys_port_cnt);
 	F(ibv_context, device);
+	/* libibverbs structs passed through rdma_create_qp(_ex), rdma_create_srq(_ex),
+	 * rdma_init_qp_attr and the ECE calls. */
+	S(ibv_qp_cap);
+	F(ibv_qp_cap, max_send_wr); F(ibv_qp_cap, max_recv_wr); F(ibv_qp_cap, max_send_sge);
+	F(ibv_qp_cap, max_recv_sge); F(ibv_qp_cap, max_inline_data);
+	S(ibv_qp_init_attr);
+	F(ibv_qp_init_attr, qp_context); F(ibv_qp_init_attr, send_cq); F(ibv_qp_init_attr, recv_cq);
+	F(ibv_qp_init_attr, srq); F(ibv_qp_init_attr, cap); F(ibv_qp_init_attr, qp_type); F(ibv_qp_init_attr, sq_sig_all);
+	S(ibv_qp_init_attr_ex);
+	F(ibv_qp_init_attr_ex, qp_context); F(ibv_qp_init_attr_ex, send_cq); F(ibv_qp_init_attr_ex, recv_cq);
+	F(ibv_qp_init_attr_ex, srq); F(ibv_qp_init_attr_ex, cap); F(ibv_qp_init_attr_ex, qp_type);
+	F(ibv_qp_init_attr_ex, sq_sig_all); F(ibv_qp_init_attr_ex, comp_mask); F(ibv_qp_init_attr_ex, pd);
+	F(ibv_qp_init_attr_ex, xrcd); F(ibv_qp_init_attr_ex, create_flags); F(ibv_qp_init_attr_ex, max_tso_header);
+	F(ibv_qp_init_attr_ex, rwq_ind_tbl); F(ibv_qp_init_attr_ex, rx_hash_conf); F(ibv_qp_init_attr_ex, source_qpn);
+	F(ibv_qp_init_attr_ex, send_ops_flags);
+	S(ibv_srq_attr);
+	F(ibv_srq_attr, max_wr); F(ibv_srq_attr, max_sge); F(ibv_srq_attr, srq_limit);
+	S(ibv_srq_init_attr);
+	F(ibv_srq_init_attr, srq_context); F(ibv_srq_init_attr, attr);
+	S(ibv_srq_init_attr_ex);
+	F(ibv_srq_init_attr_ex, srq_context); F(ibv_srq_init_attr_ex, attr); F(ibv_srq_init_attr_ex, comp_mask);
+	F(ibv_srq_init_attr_ex, srq_type); F(ibv_srq_init_attr_ex, pd); F(ibv_srq_init_attr_ex, xrcd);
+	F(ibv_srq_init_attr_ex, cq); F(ibv_srq_init_attr_ex, tm_cap);
+	S(ibv_ece);
+	F(ibv_ece, vendor_id); F(ibv_ece, options); F(ibv_ece, comp_mask);
+	S(ibv_qp_attr);
+	F(ibv_qp_attr, qp_state); F(ibv_qp_attr, qkey); F(ibv_qp_attr, sq_psn);
+	F(ibv_qp_attr, max_rd_atomic); F(ibv_qp_attr, max_dest_rd_atomic);
+	F(ibv_qp, context); F(ibv_qp, pd); F(ibv_qp, send_cq); F(ibv_qp, recv_cq); F(ibv_qp, srq); F(ibv_qp, qp_num);
+	F(ibv_pd, context);
+	F(ibv_cq, cq_context);
 	S(ibv_ah_attr);
 	F(ibv_ah_attr, grh); F(ibv_ah_attr, dlid); F(ibv_ah_attr, sl); F(ibv_ah_attr, src_path_bits);
 	F(ibv_ah_attr, static_rate); F(ibv_ah_attr, is_global); F(ibv_ah_attr, port_num);

@@ -243,6 +243,49 @@ int rdma_write_cm_event(struct rdma_cm_id *id,
                         int status,
                         uint64_t arg);
 
+int rdma_listen(struct rdma_cm_id *id, int backlog);
+
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param);
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param);
+
+int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len);
+
+int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len);
+
+int rdma_establish(struct rdma_cm_id *id);
+
+int rdma_disconnect(struct rdma_cm_id *id);
+
+int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id);
+
+int rdma_create_ep(struct rdma_cm_id **id,
+                   struct rdma_addrinfo *res,
+                   struct ibv_pd *pd,
+                   struct ibv_qp_init_attr *qp_init_attr);
+
+void rdma_destroy_ep(struct rdma_cm_id *id);
+
+int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
+
+int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
+
+int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context);
+
+int rdma_join_multicast_ex(struct rdma_cm_id *id,
+                           struct rdma_cm_join_mc_attr_ex *mc_join_attr,
+                           void *context);
+
+int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr);
+
+int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask);
+
+int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr);
+
+int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr);
+
+void rdma_destroy_qp(struct rdma_cm_id *id);
+
 struct ibv_context **rdma_get_devices(int *num_devices);
 
 void rdma_free_devices(struct ibv_context **list);

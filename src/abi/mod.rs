@@ -149,6 +149,124 @@ pub struct ibv_comp_channel {
     _opaque: [u8; 0],
 }
 
+#[repr(C)]
+pub struct ibv_xrcd {
+    _opaque: [u8; 0],
+}
+
+/// `struct ibv_qp_cap`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct ibv_qp_cap {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+}
+
+/// `struct ibv_qp_init_attr` (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_qp_init_attr {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut ibv_srq,
+    pub cap: ibv_qp_cap,
+    pub qp_type: RawQpType,
+    pub sq_sig_all: c_int,
+}
+
+/// `struct ibv_rx_hash_conf`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_rx_hash_conf {
+    pub rx_hash_function: u8,
+    pub rx_hash_key_len: u8,
+    pub rx_hash_key: *mut u8,
+    pub rx_hash_fields_mask: u64,
+}
+
+/// `struct ibv_qp_init_attr_ex` (136 bytes); its first 64 bytes are an
+/// `ibv_qp_init_attr`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_qp_init_attr_ex {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut ibv_srq,
+    pub cap: ibv_qp_cap,
+    pub qp_type: RawQpType,
+    pub sq_sig_all: c_int,
+    pub comp_mask: u32,
+    pub pd: *mut ibv_pd,
+    pub xrcd: *mut ibv_xrcd,
+    pub create_flags: u32,
+    pub max_tso_header: u16,
+    pub rwq_ind_tbl: *mut c_void,
+    pub rx_hash_conf: ibv_rx_hash_conf,
+    pub source_qpn: u32,
+    pub send_ops_flags: u64,
+}
+
+/// `struct ibv_srq_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct ibv_srq_attr {
+    pub max_wr: u32,
+    pub max_sge: u32,
+    pub srq_limit: u32,
+}
+
+/// `struct ibv_srq_init_attr` (24 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_srq_init_attr {
+    pub srq_context: *mut c_void,
+    pub attr: ibv_srq_attr,
+}
+
+/// `struct ibv_tm_cap`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct ibv_tm_cap {
+    pub max_num_tags: u32,
+    pub max_ops: u32,
+}
+
+/// `struct ibv_srq_init_attr_ex` (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_srq_init_attr_ex {
+    pub srq_context: *mut c_void,
+    pub attr: ibv_srq_attr,
+    pub comp_mask: u32,
+    pub srq_type: u32,
+    pub pd: *mut ibv_pd,
+    pub xrcd: *mut ibv_xrcd,
+    pub cq: *mut ibv_cq,
+    pub tm_cap: ibv_tm_cap,
+}
+
+/// `struct ibv_ece`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct ibv_ece {
+    pub vendor_id: u32,
+    pub options: u32,
+    pub comp_mask: u32,
+}
+
+/// `struct ibv_qp_attr` (144 bytes). The library sets the few fields it
+/// needs at their offsets (crate::verbs::QpAttr); libibverbs fills the rest.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_qp_attr {
+    pub raw: [u64; 18],
+}
+
 /// `union ibv_gid` (16 bytes, align 8).
 #[repr(C)]
 #[derive(Clone, Copy)]

@@ -9,6 +9,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub mod addrinfo;
 pub mod channel;
+pub mod conn;
+pub mod mcast;
+pub mod poll;
+pub mod qp;
 pub mod devices;
 pub mod id;
 

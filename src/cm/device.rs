@@ -3,7 +3,7 @@
 //! shared PD per device while ids use it, a device that fails to open is
 //! skipped, an unknown GUID re-syncs the list (hot-plug).
 
-use crate::abi::{ibv_context, ibv_pd};
+use crate::abi::{ibv_context, ibv_pd, ibv_xrcd};
 use crate::error::{Error, Result};
 use crate::verbs::{self, ibv_device};
 use std::sync::{Mutex, MutexGuard};
@@ -18,6 +18,8 @@ pub struct CmDevice {
     pub dev: *mut ibv_device,
     pub verbs: *mut ibv_context,
     pub pd: *mut ibv_pd,
+    /// XRC domain for XRC receive QPs and SRQs, opened on first use.
+    pub xrcd: *mut ibv_xrcd,
     /// Ids (and `rdma_get_devices` lists) holding this device.
     pub refcnt: usize,
     pub dead: bool,
@@ -78,6 +80,7 @@ impl Devices {
                     dev,
                     verbs: std::ptr::null_mut(),
                     pd: std::ptr::null_mut(),
+                    xrcd: std::ptr::null_mut(),
                     refcnt: 0,
                     dead: false,
                     max_qpsize: 0,
@@ -137,6 +140,22 @@ impl Devices {
         }
         d.refcnt += 1;
         Ok(&mut **d as *mut CmDevice)
+    }
+
+    /// The device's XRC domain (opened once, kept until the device goes).
+    pub fn xrcd(&mut self, dev: *mut CmDevice) -> Result<*mut ibv_xrcd> {
+        let d = self.list.iter_mut().find(|d| std::ptr::eq(&***d, dev)).ok_or(Error::Errno(libc::ENODEV))?;
+        if d.xrcd.is_null() {
+            // SAFETY: an open context held by the calling id.
+            d.xrcd = unsafe { verbs::rdmacm_shim_open_xrcd(d.verbs) };
+            if d.xrcd.is_null() {
+                return Err(Error::Errno(match crate::error::errno() {
+                    0 => libc::EOPNOTSUPP,
+                    e => e,
+                }));
+            }
+        }
+        Ok(d.xrcd)
     }
 
     /// Drop one reference; the PD goes with the last one.
@@ -209,6 +228,9 @@ fn open(d: &mut CmDevice) -> Result<()> {
 fn release(d: &mut CmDevice) {
     // SAFETY: objects we created; nobody holds the device any more.
     unsafe {
+        if !d.xrcd.is_null() {
+            verbs::rdmacm_shim_close_xrcd(d.xrcd);
+        }
         if !d.pd.is_null() {
             verbs::ibv_dealloc_pd(d.pd);
         }
@@ -217,5 +239,6 @@ fn release(d: &mut CmDevice) {
         }
     }
     d.pd = std::ptr::null_mut();
+    d.xrcd = std::ptr::null_mut();
     d.verbs = std::ptr::null_mut();
 }

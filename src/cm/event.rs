@@ -18,6 +18,8 @@ pub struct EventPriv {
     pub event: rdma_cm_event,
     pub private_data: [u8; cmd::MAX_PRIVATE_DATA],
     pub id_priv: *mut IdPriv,
+    /// The membership a multicast event belongs to (NULL otherwise).
+    pub mc: *mut super::mcast::McPriv,
 }
 
 use rdma_cm_event_type as E;
@@ -129,12 +131,84 @@ fn process_route_resolved(ev: &mut EventPriv, idp: &IdPriv) {
     }
 }
 
+/// CONNECT_REQUEST: a new id for the request (the listener's channel,
+/// context, port space and QP type; a sync listener's child gets its own
+/// private channel), with its addresses, GIDs and paths. On failure the
+/// child is destroyed and the listener's event counted as done.
+fn process_conn_req(ev: &mut EventPriv, listener: &IdPriv, resp: &cmd::EventResp) -> Result<()> {
+    let lid = listener.id();
+    let child = id::new_id(lid.channel, lid.context, lid.ps, lid.qp_type, false);
+    // SAFETY: not shared yet.
+    unsafe { (*child).handle = resp.id };
+    registry::add_id(child, resp.id, lid.channel);
+    // SAFETY: registered, owned by this event until delivered.
+    let c = unsafe { &*child };
+    ev.event.listen_id = listener.id_ptr();
+    ev.event.id = c.id_ptr();
+    {
+        let mut st = c.lock();
+        // SAFETY: the conn member is what copy_params filled for RC ids;
+        // for UD ids these bytes are unused by the kernel.
+        unsafe {
+            st.initiator_depth = ev.event.param.conn.initiator_depth;
+            st.responder_resources = ev.event.param.conn.responder_resources;
+        }
+        st.remote_ece = (resp.ece.vendor_id, resp.ece.attr_mod);
+    }
+    let r = (if listener.sync.load(std::sync::atomic::Ordering::Acquire) {
+        id::migrate(c, std::ptr::null_mut())
+    } else {
+        Ok(())
+    })
+    .and_then(|_| id::query_addr(c))
+    .and_then(|_| id::query_gid(c))
+    .and_then(|_| id::query_path(c));
+    if let Err(e) = r {
+        let _ = id::destroy_id(c);
+        listener.complete_event();
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// CONNECT_RESPONSE: without a QP the application finishes the connection
+/// (`rdma_establish`); with one the library does and reports ESTABLISHED,
+/// or CONNECT_ERROR (then the REJECTED/DISCONNECTED that follow are
+/// swallowed).
+fn process_conn_resp(ev: &mut EventPriv, idp: &IdPriv, resp: &cmd::EventResp) {
+    // SAFETY: conn is the member the kernel fills for this event.
+    copy_conn(ev, unsafe { &resp.param.conn });
+    if idp.id().qp.is_null() {
+        idp.lock().remote_ece = (resp.ece.vendor_id, resp.ece.attr_mod);
+        return;
+    }
+    match super::conn::process_conn_resp_ece(idp, resp.ece) {
+        Ok(()) => ev.event.event = E::RDMA_CM_EVENT_ESTABLISHED as u32,
+        Err(e) => {
+            ev.event.event = E::RDMA_CM_EVENT_CONNECT_ERROR as u32;
+            ev.event.status = fail_status(e);
+            idp.lock().connect_error = true;
+        }
+    }
+}
+
 /// `rdma_get_cm_event` on a channel: the next event, processed.
 pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
     let fd = registry::channel_fd(ch)?;
     loop {
         let resp = ucma::get_event(fd)?;
-        let idp_ptr = if resp.uid != 0 {
+        let is_mc = resp.event == E::RDMA_CM_EVENT_MULTICAST_JOIN as u32 || resp.event == E::RDMA_CM_EVENT_MULTICAST_ERROR as u32;
+        let mut mc = std::ptr::null_mut();
+        let idp_ptr = if is_mc {
+            match registry::live_mc(resp.uid) {
+                Some(m) => {
+                    mc = m;
+                    // SAFETY: a live record; its id outlives it.
+                    unsafe { (*m).id as *mut IdPriv }
+                }
+                None => continue,
+            }
+        } else if resp.uid != 0 {
             match registry::live_id(resp.uid) {
                 Some(p) => p,
                 None => continue, // not an id of ours: nothing can ack it
@@ -155,6 +229,7 @@ pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
         // SAFETY: all-zero EventPriv is valid (NULL pointers, zero data).
         let mut ev: Box<EventPriv> = Box::new(unsafe { std::mem::zeroed() });
         ev.id_priv = idp_ptr;
+        ev.mc = mc;
         ev.event.id = idp.id_ptr();
         ev.event.event = resp.event;
         ev.event.status = resp.status;
@@ -169,6 +244,40 @@ pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
             x if x == E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u32 => super::resolve_ai::process_resolved(&mut ev, idp),
             x if x == E::RDMA_CM_EVENT_ADDRINFO_ERROR as u32 => super::resolve_ai::clear_resolving(idp),
             x if x == E::RDMA_CM_EVENT_USER as u32 => ev.event.param.arg = arg,
+            x if x == E::RDMA_CM_EVENT_CONNECT_REQUEST as u32 => {
+                copy_params(&mut ev, idp, &resp);
+                if process_conn_req(&mut ev, idp, &resp).is_err() {
+                    continue;
+                }
+            }
+            x if x == E::RDMA_CM_EVENT_CONNECT_RESPONSE as u32 => process_conn_resp(&mut ev, idp, &resp),
+            x if x == E::RDMA_CM_EVENT_REJECTED as u32 || x == E::RDMA_CM_EVENT_DISCONNECTED as u32 => {
+                if idp.lock().connect_error {
+                    idp.complete_event();
+                    continue;
+                }
+                // SAFETY: conn member (upstream reads it for UD ids too).
+                copy_conn(&mut ev, unsafe { &resp.param.conn });
+                if x == E::RDMA_CM_EVENT_REJECTED as u32 {
+                    let _ = super::qp::to_state(idp, crate::verbs::IBV_QPS_ERR);
+                }
+            }
+            x if x == E::RDMA_CM_EVENT_MULTICAST_JOIN as u32 => {
+                // SAFETY: the ud member is what the kernel fills for joins.
+                copy_ud(&mut ev, unsafe { &resp.param.ud });
+                // SAFETY: live record (see above).
+                ev.event.param.ud.private_data = unsafe { (*mc).context };
+                // SAFETY: ud member just written.
+                let ud = unsafe { ev.event.param.ud };
+                if let Err(e) = super::mcast::process_join(mc, &ud) {
+                    ev.event.event = E::RDMA_CM_EVENT_MULTICAST_ERROR as u32;
+                    ev.event.status = fail_status(e);
+                }
+            }
+            x if x == E::RDMA_CM_EVENT_MULTICAST_ERROR as u32 => {
+                // SAFETY: live record.
+                ev.event.param.ud.private_data = unsafe { (*mc).context };
+            }
             x if x == E::RDMA_CM_EVENT_INTERNAL as u32 => {
                 if arg != E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u64 {
                     // Upstream returns EBADE and leaks the event, so
@@ -195,8 +304,12 @@ pub fn ack_event(e: *mut rdma_cm_event) -> Result<()> {
     }
     // SAFETY: a live event made by get_event with Box, now unregistered.
     let ev = unsafe { Box::from_raw(e as *mut EventPriv) };
-    // SAFETY: its id lives until this ack is counted.
-    unsafe { (*ev.id_priv).complete_event() };
+    if !ev.mc.is_null() {
+        super::mcast::complete_event(ev.mc);
+    } else {
+        // SAFETY: its id lives until this ack is counted.
+        unsafe { (*ev.id_priv).complete_event() };
+    }
     Ok(())
 }
 

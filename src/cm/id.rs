@@ -29,6 +29,22 @@ pub struct IdState {
     /// Threads blocked in [`IdPriv::wait_acked`] (acks wake only these:
     /// a condition-variable wake-up is a system call).
     pub waiters: u32,
+    /// RDMA read depth and resources negotiated for the connection.
+    pub initiator_depth: u8,
+    pub responder_resources: u8,
+    /// A CONNECT_RESPONSE could not be completed: the REJECTED or
+    /// DISCONNECTED that follows is swallowed.
+    pub connect_error: bool,
+    /// `ai_connect` of `rdma_create_ep`, sent before the user's private data
+    /// on the first connect.
+    pub connect_data: Vec<u8>,
+    /// ECE (vendor id, options): ours and the peer's.
+    pub local_ece: (u32, u32),
+    pub remote_ece: (u32, u32),
+    /// Passive endpoints: the QP attributes `rdma_get_request` creates with.
+    pub qp_init_attr: Option<ibv_qp_init_attr>,
+    /// Multicast memberships of the id.
+    pub mcs: Vec<*mut super::mcast::McPriv>,
 }
 
 #[repr(C)]
@@ -133,23 +149,24 @@ pub fn destroy_channel(ch: *mut rdma_event_channel) -> Result<()> {
     Ok(())
 }
 
-/// `rdma_create_id`; `qp_type` follows the port space as upstream.
-pub fn create_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32) -> Result<*mut rdma_cm_id> {
-    super::init()?;
-    let qp_type = if ps == RDMA_PS_IPOIB as u32 || ps == RDMA_PS_UDP as u32 { IBV_QPT_UD } else { IBV_QPT_RC };
-    let (ch, sync) = if ch.is_null() {
-        (create_channel()?, true)
+/// The QP type upstream gives a port space.
+pub fn qp_type_of(ps: u32) -> u32 {
+    if ps == RDMA_PS_IPOIB as u32 || ps == RDMA_PS_UDP as u32 {
+        IBV_QPT_UD as u32
     } else {
-        registry::channel_fd(ch)?;
-        (ch, false)
-    };
+        IBV_QPT_RC as u32
+    }
+}
+
+/// A new private id (not yet known to the kernel or the registry).
+pub fn new_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32, qp_type: u32, sync: bool) -> *mut IdPriv {
     // SAFETY: all-zero is a valid rdma_cm_id (NULL pointers, zero fields).
     let mut id: rdma_cm_id = unsafe { std::mem::zeroed() };
     id.channel = ch;
     id.context = context;
     id.ps = ps;
-    id.qp_type = qp_type as u32;
-    let p = Box::into_raw(Box::new(IdPriv {
+    id.qp_type = qp_type;
+    Box::into_raw(Box::new(IdPriv {
         id: UnsafeCell::new(id),
         handle: u32::MAX,
         sync: AtomicBool::new(sync),
@@ -159,9 +176,34 @@ pub fn create_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u3
             resolving_ai: false,
             resolved_ai: std::ptr::null_mut(),
             waiters: 0,
+            initiator_depth: 0,
+            responder_resources: 0,
+            connect_error: false,
+            connect_data: Vec::new(),
+            local_ece: (0, 0),
+            remote_ece: (0, 0),
+            qp_init_attr: None,
+            mcs: Vec::new(),
         }),
         cond: Condvar::new(),
-    }));
+    }))
+}
+
+/// `rdma_create_id`; `qp_type` follows the port space as upstream.
+pub fn create_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32) -> Result<*mut rdma_cm_id> {
+    create_id_typed(ch, context, ps, qp_type_of(ps))
+}
+
+/// `rdma_create_id` with an explicit QP type (`rdma_create_ep`).
+pub fn create_id_typed(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32, qp_type: u32) -> Result<*mut rdma_cm_id> {
+    super::init()?;
+    let (ch, sync) = if ch.is_null() {
+        (create_channel()?, true)
+    } else {
+        registry::channel_fd(ch)?;
+        (ch, false)
+    };
+    let p = new_id(ch, context, ps, qp_type, sync);
     // SAFETY: ch is live (checked or just made).
     let fd = unsafe { (*ch).fd };
     match ucma::create_id(fd, p as u64, ps as u16, qp_type as u8) {
@@ -202,8 +244,13 @@ pub fn destroy_id(idp: &IdPriv) -> Result<()> {
     // SAFETY: path_rec is NULL or our malloc'd array.
     unsafe { libc::free(id.route.path_rec as *mut libc::c_void) };
     id.route.path_rec = std::ptr::null_mut();
-    let ai = std::mem::replace(&mut idp.lock().resolved_ai, std::ptr::null_mut());
+    let (ai, mcs) = {
+        let mut st = idp.lock();
+        (std::mem::replace(&mut st.resolved_ai, std::ptr::null_mut()), std::mem::take(&mut st.mcs))
+    };
     crate::addr::getaddrinfo::free_list(ai);
+    // Memberships die with the kernel id; upstream leaks their records.
+    super::mcast::free_records(&mcs);
     if idp.sync.load(Ordering::Acquire) {
         let _ = destroy_channel(ch);
     }

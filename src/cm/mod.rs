@@ -8,9 +8,12 @@
 //! libibverbs applies, and libibverbs is touched only when a device context
 //! is really needed.
 
+pub mod conn;
 pub mod device;
 pub mod event;
 pub mod id;
+pub mod mcast;
+pub mod qp;
 pub mod registry;
 pub mod resolve_ai;
 pub mod sa;

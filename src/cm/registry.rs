@@ -120,3 +120,24 @@ pub fn add_event(e: *mut rdma_cm_event) {
 pub fn take_event(e: *mut rdma_cm_event) -> bool {
     with(|r| r.events.remove(&(e as usize)))
 }
+
+static MCS: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+fn mcs<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
+    let mut g = MCS.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(HashSet::new))
+}
+
+pub fn add_mc(mc: *mut super::mcast::McPriv) {
+    mcs(|s| s.insert(mc as usize));
+}
+
+pub fn remove_mc(mc: *mut super::mcast::McPriv) {
+    mcs(|s| s.remove(&(mc as usize)));
+}
+
+/// Is this uid (as the kernel echoes it for multicast events) a live
+/// membership record?
+pub fn live_mc(uid: u64) -> Option<*mut super::mcast::McPriv> {
+    mcs(|s| s.contains(&(uid as usize))).then_some(uid as *mut super::mcast::McPriv)
+}

@@ -7,13 +7,21 @@ use std::os::fd::RawFd;
 pub(crate) const CREATE_ID: u32 = 0;
 pub(crate) const DESTROY_ID: u32 = 1;
 pub(crate) const RESOLVE_ROUTE: u32 = 4;
+pub(crate) const CONNECT: u32 = 6;
+pub(crate) const LISTEN: u32 = 7;
+pub(crate) const ACCEPT: u32 = 8;
+pub(crate) const REJECT: u32 = 9;
+pub(crate) const DISCONNECT: u32 = 10;
+pub(crate) const INIT_QP_ATTR: u32 = 11;
 pub(crate) const GET_EVENT: u32 = 12;
 pub(crate) const SET_OPTION: u32 = 14;
 pub(crate) const NOTIFY: u32 = 15;
+pub(crate) const LEAVE_MCAST: u32 = 17;
 pub(crate) const MIGRATE_ID: u32 = 18;
 pub(crate) const QUERY: u32 = 19;
 pub(crate) const BIND: u32 = 20;
 pub(crate) const RESOLVE_ADDR: u32 = 21;
+pub(crate) const JOIN_MCAST: u32 = 22;
 pub(crate) const RESOLVE_IB_SERVICE: u32 = 23;
 pub(crate) const WRITE_CM_EVENT: u32 = 24;
 
@@ -321,6 +329,80 @@ pub struct WriteCmEvent {
     pub param: EventParam,
 }
 
+/// CONNECT payload (288 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Connect {
+    pub conn_param: ConnParam,
+    pub id: u32,
+    pub reserved: u32,
+    pub ece: Ece,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Listen {
+    pub id: u32,
+    pub backlog: u32,
+}
+
+/// ACCEPT payload (296 bytes); with `conn_param.valid == 0` it only makes
+/// the kernel send the RTU of an active-side connection.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Accept {
+    pub uid: u64,
+    pub conn_param: ConnParam,
+    pub id: u32,
+    pub reserved: u32,
+    pub ece: Ece,
+}
+
+/// REJECT payload (264 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Reject {
+    pub id: u32,
+    pub private_data_len: u8,
+    pub reason: u8,
+    pub reserved: [u8; 2],
+    pub private_data: [u8; MAX_PRIVATE_DATA],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Disconnect {
+    pub id: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct InitQpAttr {
+    pub response: u64,
+    pub id: u32,
+    pub qp_state: u32,
+}
+
+/// `struct ib_uverbs_qp_attr` (144 bytes), the INIT_QP_ATTR response; only
+/// libibverbs' `ibv_copy_qp_attr_from_kern` reads it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct UverbsQpAttr {
+    pub raw: [u32; 36],
+}
+
+/// JOIN_MCAST payload (152 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct JoinMcast {
+    pub response: u64,
+    pub uid: u64,
+    pub id: u32,
+    pub addr_size: u16,
+    pub join_flags: u16,
+    pub addr: [u8; 128],
+}
+
 // SAFETY helpers: every payload is plain data, all-zero is valid.
 macro_rules! zeroed {
     ($($t:ty),*) => {$(
@@ -332,7 +414,7 @@ macro_rules! zeroed {
         }
     )*};
 }
-zeroed!(ResolveAddr, QueryAddrResp, QueryPathResp, EventResp, ResolveIbService, WriteCmEvent, Bind);
+zeroed!(Connect, Accept, Reject, JoinMcast, UverbsQpAttr, ConnParam, ResolveAddr, QueryAddrResp, QueryPathResp, EventResp, ResolveIbService, WriteCmEvent, Bind);
 
 #[cfg(test)]
 mod tests {
@@ -375,5 +457,19 @@ mod tests {
         assert_eq!(size_of::<WriteCmEvent>(), 320);
         assert_eq!(offset_of!(WriteCmEvent, param), 16);
         assert_eq!(size_of::<CmdBuf<CreateId>>(), 32);
+        assert_eq!(size_of::<Connect>(), 288);
+        assert_eq!(offset_of!(Connect, id), 272);
+        assert_eq!(offset_of!(Connect, ece), 280);
+        assert_eq!(size_of::<Listen>(), 8);
+        assert_eq!(size_of::<Accept>(), 296);
+        assert_eq!(offset_of!(Accept, conn_param), 8);
+        assert_eq!(offset_of!(Accept, id), 280);
+        assert_eq!(offset_of!(Accept, ece), 288);
+        assert_eq!(size_of::<Reject>(), 264);
+        assert_eq!(offset_of!(Reject, private_data), 8);
+        assert_eq!(size_of::<InitQpAttr>(), 16);
+        assert_eq!(size_of::<UverbsQpAttr>(), 144);
+        assert_eq!(size_of::<JoinMcast>(), 152);
+        assert_eq!(offset_of!(JoinMcast, addr), 24);
     }
 }

@@ -147,3 +147,72 @@ pub fn af_ib_support() -> bool {
         ok
     })
 }
+
+/// CONNECT with connection parameters and the local ECE.
+pub fn connect(fd: RawFd, id: u32, conn: &ConnParam, ece: Ece) -> Result<()> {
+    let mut c = Connect::zeroed();
+    c.id = id;
+    c.conn_param = *conn;
+    c.ece = ece;
+    write_cmd(fd, CONNECT, &c, 0)
+}
+
+pub fn listen(fd: RawFd, id: u32, backlog: u32) -> Result<()> {
+    write_cmd(fd, LISTEN, &Listen { id, backlog }, 0)
+}
+
+/// ACCEPT: `uid` becomes the id's uid in the kernel (a child gets one only
+/// here). `conn.valid == 0` asks only for the RTU of an active side.
+pub fn accept(fd: RawFd, id: u32, uid: u64, conn: &ConnParam, ece: Ece) -> Result<()> {
+    let mut c = Accept::zeroed();
+    c.uid = uid;
+    c.id = id;
+    c.conn_param = *conn;
+    c.ece = ece;
+    write_cmd(fd, ACCEPT, &c, 0)
+}
+
+/// REJECT with private data (at most 255 bytes, the u8 length) and a reason.
+pub fn reject(fd: RawFd, id: u32, data: &[u8], reason: u8) -> Result<()> {
+    let mut c = Reject::zeroed();
+    c.id = id;
+    let n = data.len().min(u8::MAX as usize);
+    c.private_data[..n].copy_from_slice(&data[..n]);
+    c.private_data_len = n as u8;
+    c.reason = reason;
+    write_cmd(fd, REJECT, &c, 0)
+}
+
+pub fn disconnect(fd: RawFd, id: u32) -> Result<()> {
+    write_cmd(fd, DISCONNECT, &Disconnect { id }, 0)
+}
+
+/// INIT_QP_ATTR: the kernel's attributes for moving a QP to `state`.
+pub fn init_qp_attr(fd: RawFd, id: u32, state: u32) -> Result<UverbsQpAttr> {
+    let mut resp = UverbsQpAttr::zeroed();
+    let c = InitQpAttr { response: resp_ptr(&mut resp), id, qp_state: state };
+    write_cmd(fd, INIT_QP_ATTR, &c, std::mem::size_of::<UverbsQpAttr>())?;
+    Ok(resp)
+}
+
+/// JOIN_MCAST: returns the kernel handle of the membership.
+pub fn join_mcast(fd: RawFd, id: u32, uid: u64, addr: &RawAddr, flags: u16) -> Result<u32> {
+    let mut resp = IdResp::default();
+    let mut c = JoinMcast::zeroed();
+    c.response = resp_ptr(&mut resp);
+    c.uid = uid;
+    c.id = id;
+    c.addr_size = addr.len() as u16;
+    c.join_flags = flags;
+    c.addr[..addr.len()].copy_from_slice(addr.as_bytes());
+    write_cmd(fd, JOIN_MCAST, &c, std::mem::size_of::<IdResp>())?;
+    Ok(resp.id)
+}
+
+/// LEAVE_MCAST: returns the events reported for the membership.
+pub fn leave_mcast(fd: RawFd, mc: u32) -> Result<u32> {
+    let mut resp = EventsReported::default();
+    let c = DestroyId { response: resp_ptr(&mut resp), id: mc, reserved: 0 };
+    write_cmd(fd, LEAVE_MCAST, &c, std::mem::size_of::<EventsReported>())?;
+    Ok(resp.events_reported)
+}
