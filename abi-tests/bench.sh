@@ -39,5 +39,7 @@ echo "(instructions per rdma_getaddrinfo+rdma_freeaddrinfo pair, callgrind, fake
 bash abi-tests/vm/setup.sh >/dev/null
 cc -O2 -o "$out/cm_bench" abi-tests/bench/cm_bench.c -lrdmacm
 echo
-echo "CM core per operation (soft-RoCE guest):"
-bash abi-tests/vm/run.sh --kernel 6.1 --timeout 500 -- bash abi-tests/bench/cm-bench-guest.sh | grep -v 'reboot: Power down'
+echo "CM core per operation, then cmtime's steps (soft-RoCE guest, one boot):"
+bash abi-tests/vm/run.sh --kernel 6.1 --timeout 580 -- \
+	bash -c 'bash abi-tests/bench/cm-bench-guest.sh; echo; bash abi-tests/bench/cmtime-bench-guest.sh' |
+	grep -v 'reboot: Power down'
