@@ -5,7 +5,9 @@
 #   kernel new  pair network (rxe0 plus namespaces a/b; mckey runs across
 #               them), everything else as on 6.1.
 # Before booting: setup.sh (bed), build-v65.sh (upstream reference library
-# for the tests.d scripts), every abi-tests/*/build.sh (test programs).
+# for the tests.d scripts), build-pyverbs.sh (v65's pyverbs, for rdma-core's
+# own tests in tests.d/40-pyverbs.sh), every abi-tests/*/build.sh (test
+# programs).
 # Each boot runs suite.sh (bed self-check, tests.d, compatibility matrix);
 # console and logs land in build/vm-<kernel>/, the matrix in
 # build/compat-<kernel>.md. The library under test is build/librdmacm.so.1
@@ -18,6 +20,7 @@ REPO=$PWD
 die() { echo "vm-test: $*"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 bash abi-tests/vm/setup.sh || die "bed setup failed"
 bash abi-tests/upstream/build-v65.sh >/dev/null || die "cannot build upstream rdma-core v65"
+bash abi-tests/upstream/build-pyverbs.sh >/dev/null || die "cannot build pyverbs for upstream rdma-core v65"
 for b in abi-tests/*/build.sh; do
 	[ -e "$b" ] || continue
 	bash "$b" || die "$b failed"
