@@ -47,5 +47,6 @@ printf '%-16s %14s %14s %8s\n' "cmtime step" "upstream us" "rdmacm-rs us" ratio
 for s in "${steps[@]}"; do
 	u=$(med <<<"${vals[upstream.$s]}"); m=$(med <<<"${vals[ours.$s]}")
 	printf '%-16s %14s %14s %8s\n' "${s//_/ }" "$u" "$m" "$(awk -v a="$m" -v b="$u" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+	[ -n "${BENCH_RAW:-}" ] && echo "    upstream: ${vals[upstream.$s]}| ours: ${vals[ours.$s]}"
 done
 echo "(us per connection, medians of $ROUNDS rounds x $CONNS connections, client side, kernel $(uname -r) under qemu TCG)"

@@ -9,8 +9,40 @@
 use super::id::IdPriv;
 use crate::abi::{rdma_cm_event, rdma_cm_id, rdma_event_channel};
 use crate::error::{Error, Result};
-use std::collections::{HashMap, HashSet};
+use std::collections;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Mutex, MutexGuard};
+
+/// Keys here are addresses and kernel handles the library made itself, not
+/// attacker-chosen data: a multiplicative hash is enough, and SipHash (the
+/// std default) cost more than the rest of `rdma_create_id`.
+#[derive(Default)]
+pub struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        // Fold the well-mixed high half into the low bits (bucket index);
+        // keep the high bits too (hashbrown's control bytes).
+        self.0 ^ (self.0 >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ b as u64);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+}
+
+type HashMap<K, V> = collections::HashMap<K, V, BuildHasherDefault<WordHasher>>;
+type HashSet<K> = collections::HashSet<K, BuildHasherDefault<WordHasher>>;
 
 #[derive(Default)]
 pub struct Registry {
@@ -125,7 +157,7 @@ static MCS: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 
 fn mcs<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
     let mut g = MCS.lock().unwrap_or_else(|e| e.into_inner());
-    f(g.get_or_insert_with(HashSet::new))
+    f(g.get_or_insert_with(HashSet::default))
 }
 
 pub fn add_mc(mc: *mut super::mcast::McPriv) {
@@ -140,4 +172,21 @@ pub fn remove_mc(mc: *mut super::mcast::McPriv) {
 /// membership record?
 pub fn live_mc(uid: u64) -> Option<*mut super::mcast::McPriv> {
     mcs(|s| s.contains(&(uid as usize))).then_some(uid as *mut super::mcast::McPriv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_hasher_spreads_aligned_addresses() {
+        // 16-byte aligned pointers must not share their low bits' buckets.
+        let mut lows = std::collections::HashSet::new();
+        for i in 0..64u64 {
+            let mut h = WordHasher::default();
+            h.write_usize((0x5555_0000_0000 + i * 16) as usize);
+            lows.insert(h.finish() & 63);
+        }
+        assert!(lows.len() > 32, "only {} distinct low-bit buckets", lows.len());
+    }
 }
