@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# 35-xrc.sh — (guest side) rdma_xserver/rdma_xclient, the sync-endpoint
+# examples with RC (-c r) and XRC (-c x) QPs, with Debian's librdmacm and
+# with ours (LD_LIBRARY_PATH). rxe has no XRC: in XRC mode both libraries
+# must fail the same way (same exit codes, same messages); in RC mode both
+# must pass.
+# Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+OURS=${RDMACM_UNDER_TEST:-$PWD/build/librdmacm.so.1}
+tmp=$(mktemp -d /tmp/xrc.XXXXXX)
+pass=0 fail=0 skip=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+finish() {
+	rm -rf "$tmp"
+	echo "$pass passed, $fail failed, $skip skipped"
+	((fail)) && exit 1
+	exit 0
+}
+command -v rdma_xserver >/dev/null || { echo "SKIP no rdma_xserver"; echo "0 passed, 0 failed, 1 skipped"; exit 77; }
+mkdir -p "$tmp/lib" && ln -sf "$(readlink -f "$OURS")" "$tmp/lib/librdmacm.so.1"
+
+run() { # lib type -> "server-exit client-exit" and $tmp/<lib>-<type>.{server,client}
+	local lib=$1 t=$2 e=() spid src crc i
+	[ "$lib" = ours ] && e=(LD_LIBRARY_PATH="$tmp/lib")
+	env "${e[@]}" timeout 30 rdma_xserver -c "$t" -p 7499 >"$tmp/$lib-$t.server" 2>&1 &
+	spid=$!
+	for ((i = 0; i < 50; i++)); do
+		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN" && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.2
+	done
+	env "${e[@]}" timeout 30 rdma_xclient -s 192.0.2.1 -c "$t" -p 7499 >"$tmp/$lib-$t.client" 2>&1
+	crc=$?
+	for ((i = 0; i < 25; i++)); do kill -0 "$spid" 2>/dev/null || break; sleep 0.2; done
+	kill "$spid" 2>/dev/null
+	wait "$spid"
+	src=$?
+	echo "$src $crc"
+}
+for t in r x; do
+	read -r ds dc < <(run system $t)
+	read -r os oc < <(run ours $t)
+	d="server exit $ds, client exit $dc"
+	o="server exit $os, client exit $oc"
+	if [ $t = r ]; then
+		if ((ds == 0 && dc == 0 && os == 0 && oc == 0)); then
+			ok "rdma_xserver/xclient RC: passes with Debian's library and with ours"
+		else
+			bad "rdma_xserver/xclient RC: Debian's: $d; ours: $o; ours said: $(tr '\n' ';' <"$tmp/ours-$t.client")"
+		fi
+		continue
+	fi
+	if ((ds == 0 && dc == 0)); then
+		bad "rdma_xserver/xclient XRC: passes with Debian's library on this bed ($d): expected rxe to lack XRC"
+	elif [ "$d" = "$o" ] && diff -q "$tmp/system-$t.server" "$tmp/ours-$t.server" >/dev/null &&
+		diff -q "$tmp/system-$t.client" "$tmp/ours-$t.client" >/dev/null; then
+		ok "rdma_xserver/xclient XRC: not supported by rxe, the same failure with both libraries ($d: $(grep -v ': start$' "$tmp/ours-$t.server" | tr '\n' ';') / $(grep -v ': start$' "$tmp/ours-$t.client" | tr '\n' ';'))"
+	else
+		bad "rdma_xserver/xclient XRC: Debian's: $d; ours: $o"
+		for f in system-$t.server ours-$t.server system-$t.client ours-$t.client; do
+			echo "   $f: $(tr '\n' ';' <"$tmp/$f")"
+		done
+	fi
+done
+finish
