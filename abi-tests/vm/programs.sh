@@ -185,7 +185,7 @@ wait_server() { # server-command server-pid
 # MCKEY_SENDERS times at most, while the receiver still waits (its count
 # goes on across senders). warm_up_multicast is kept for scripts that want
 # an untimed exchange first; it prints how it went.
-MCKEY_SENDERS=${MCKEY_SENDERS:-4}
+MCKEY_SENDERS=${MCKEY_SENDERS:-8}
 warm_up_multicast() {
 	local name sns scmd cns ccmd spid i try start=$SECONDS
 	IFS='|' read -r name sns scmd cns ccmd <<<"${PAIRS[7]}"
