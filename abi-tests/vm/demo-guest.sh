@@ -13,10 +13,18 @@ side() { # title, then two commands' outputs next to each other
 echo "### soft-RoCE in this guest"
 rdma link | sed 's/^/  /'
 echo
-echo "### rping over rxe0 with Debian's librdmacm (the test bed works)"
-rping -s -a 192.0.2.1 -C 3 >/dev/null 2>&1 &
+mkdir -p /tmp/ours && ln -sf "$(readlink -f "$OURS")" /tmp/ours/librdmacm.so.1
+echo "### rping over rxe0, server and client on rdmacm-rs (LD_LIBRARY_PATH: Debian's library is not loaded)"
+LD_LIBRARY_PATH=/tmp/ours rping -s -a 192.0.2.1 -C 3 >/dev/null 2>&1 &
 sleep 2
-rping -c -a 192.0.2.1 -C 3 -v 2>&1 | sed 's/^/  /'
+LD_LIBRARY_PATH=/tmp/ours rping -c -a 192.0.2.1 -C 3 -v 2>&1 | sed 's/^/  /'
+wait
+echo "  (the client mapped: $(LD_LIBRARY_PATH=/tmp/ours ldd "$(command -v rping)" | awk '/librdmacm/ { print $3 }') -> $(readlink -f /tmp/ours/librdmacm.so.1))"
+echo
+echo "### ucmatose, 10 connections, on rdmacm-rs"
+LD_LIBRARY_PATH=/tmp/ours ucmatose -c 10 >/tmp/ucmatose-server.log 2>&1 &
+sleep 2
+LD_LIBRARY_PATH=/tmp/ours ucmatose -c 10 -s 192.0.2.1 -b 192.0.2.1 2>&1 | sed 's/^/  /'
 wait
 side "rdma_getaddrinfo(\"192.0.2.1\", \"7471\", {RAI_PASSIVE, RDMA_PS_TCP})" \
 	"build/abi-tests/gai_diff f-passive"
@@ -27,10 +35,14 @@ side "rdma_resolve_addr + rdma_resolve_route to 192.0.2.1 on an async id" \
 side "RDMACM 1.4: rdma_write_cm_event (upstream v65 on the left)" \
 	"LD_LIBRARY_PATH=$PWD/.cache/upstream/v65-rdmacm build/abi-tests/cm_diff v14-write-event"
 echo
-echo "### rdma-core programs on rdmacm-rs today"
+echo "### rdma-core's and perftest's programs on rdmacm-rs (LD_LIBRARY_PATH)"
 source abi-tests/vm/programs.sh
-for spec in "${PAIRS[@]:0:6}"; do
-	printf '  %-20s %s\n' "${spec%%|*}" "$(run_pair "$spec" "preload:$OURS" /dev/null)"
+prepare_symbols /tmp/ours/librdmacm.so.1
+for spec in "${PAIRS[@]}"; do
+	: >/tmp/pair.log
+	r=$(run_pair "$spec" "libpath:/tmp/ours" /tmp/pair.log)
+	printf '  %-20s %s\n' "${spec%%|*}" "$r"
+	[ "$r" = passed ] || tail -n 8 /tmp/pair.log | sed 's/^/      /'
 done
 echo
 echo "(make test runs all of this as differential tests on kernels 6.1 and $(uname -r))"
