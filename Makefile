@@ -94,13 +94,15 @@ install: all
 	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 	install -m 0644 include/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h
+	install -m 0644 include/rdma/rdma_verbs.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_verbs.h
 	install -m 0644 include/infiniband/ib.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h
 	$(PC_SED) > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SOFILE) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so \
-		$(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h \
+		$(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_verbs.h \
+		$(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 
 clean:

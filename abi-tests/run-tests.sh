@@ -46,6 +46,7 @@ step build make --no-print-directory all
 step unit cargo test --quiet
 step headers make --no-print-directory check-headers
 step layout bash abi-tests/layout/check.sh
+step verbs-header bash abi-tests/layout/verbs-check.sh
 step symbols bash abi-tests/symbols.sh
 step install bash abi-tests/install-check.sh
 if [ -x abi-tests/gai/run-diff.sh ] || [ -f abi-tests/gai/run-diff.sh ]; then
