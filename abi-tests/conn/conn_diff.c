@@ -75,7 +75,7 @@
 	X(rdma_get_request) X(rdma_establish) X(rdma_init_qp_attr) X(rdma_create_qp)    \
 	X(rdma_destroy_qp) X(rdma_create_ep) X(rdma_destroy_ep) X(rdma_join_multicast)  \
 	X(rdma_join_multicast_ex) X(rdma_leave_multicast) X(rdma_set_local_ece)         \
-	X(rdma_get_remote_ece) X(rdma_reject_ece) X(rdma_create_srq) X(rdma_destroy_srq)
+	X(rdma_get_remote_ece) X(rdma_reject_ece) X(rdma_create_srq) X(rdma_destroy_srq) X(rdma_create_qp_ex)
 #define X_DECL(n) static __typeof__(&n) p_##n;
 CONN_FNS(X_DECL)
 #define rdma_listen(...) p_rdma_listen(__VA_ARGS__)
@@ -98,6 +98,7 @@ CONN_FNS(X_DECL)
 #define rdma_reject_ece(...) p_rdma_reject_ece(__VA_ARGS__)
 #define rdma_create_srq(...) p_rdma_create_srq(__VA_ARGS__)
 #define rdma_destroy_srq(...) p_rdma_destroy_srq(__VA_ARGS__)
+#define rdma_create_qp_ex(...) p_rdma_create_qp_ex(__VA_ARGS__)
 
 /* ---- output: per thread (a thread prints into its own buffer) ---- */
 
@@ -339,6 +340,7 @@ static void print_ah(const struct ibv_ah_attr *ah)
 
 static int mc_token;
 static void *mc_context = &mc_token; /* the context the multicast cases join with */
+static struct rdma_ud_param last_ud;  /* the ud param of the last event get_ev read */
 
 static void print_event(struct rdma_cm_event *ev)
 {
@@ -395,6 +397,8 @@ static int get_ev(const char *label, struct rdma_event_channel *ch, int ms, stru
 	}
 	P("  %s: ret=0\n", label);
 	print_event(ev);
+	last_ud = ev->param.ud; /* for the multicast data path (the private data is not kept) */
+	last_ud.private_data = NULL;
 	type = ev->event;
 	errno = 0;
 	if (rdma_ack_cm_event(ev))
@@ -899,6 +903,20 @@ static void c_create_qp(void)
 	print_id(id);
 	if (cq)
 		ibv_destroy_cq(cq);
+	/* rdma_create_qp_ex without the PD bit: the library adds it */
+	{
+		struct ibv_qp_init_attr_ex ax;
+
+		memset(&ax, 0, sizeof(ax));
+		ax.qp_type = IBV_QPT_RC;
+		ax.cap.max_send_wr = ax.cap.max_recv_wr = 2;
+		ax.cap.max_send_sge = ax.cap.max_recv_sge = 1;
+		R("create_qp_ex without a PD", rdma_create_qp_ex(id, &ax));
+		P("    attr_ex: comp_mask=%#x pd is id->pd=%s send_cq=%s recv_cq=%s cap=%u/%u\n", ax.comp_mask,
+		  ax.pd == id->pd ? "yes" : "no", ax.send_cq == id->send_cq ? "id->send_cq" : "other",
+		  ax.recv_cq == id->recv_cq ? "id->recv_cq" : "other", ax.cap.max_send_wr, ax.cap.max_recv_wr);
+		drop_qp(id);
+	}
 	/* a PD of another device */
 	{
 		struct ibv_device **l = ibv_get_device_list(NULL);
@@ -980,8 +998,12 @@ static void c_pd_limits(void)
 	destroy_id("client", cid);
 	sid = NULL;
 	if ((cid = client("client2", cch, "192.0.2.1", 7511, RDMA_PS_TCP)) && !make_qp("client2", cid, IBV_QPT_RC)) {
-		conn_param(&p, NULL, 0);
-		if (!R("client2: connect", rdma_connect(cid, &p)) &&
+		conn_param(&p, NULL, 10);
+		p.retry_count = 9;
+		p.rnr_retry_count = 9;
+		p.flow_control = 1;
+		if (!R("client2: connect private_data NULL len 10, retry 9, rnr_retry 9, flow_control 1",
+		       rdma_connect(cid, &p)) &&
 		    get_ev("server2: request", sch, EV_WAIT, &sid, "server2") == RDMA_CM_EVENT_CONNECT_REQUEST &&
 		    !make_qp("server2", sid, IBV_QPT_RC)) {
 			conn_param(&p, pattern(pd, 197, 0x31), 197);
@@ -1153,6 +1175,82 @@ out:
 
 static void c_ud(void) { ud_case(7520, 0); }
 static void c_ud_limits(void) { ud_case(7521, 1); }
+
+/* a SIDR request rejected: UNREACHABLE with the reject's private data */
+static void c_ud_reject(void)
+{
+	struct rdma_event_channel *sch = new_channel("server channel"), *cch = new_channel("client channel");
+	struct rdma_cm_id *lid, *cid = NULL, *sid = NULL;
+	struct rdma_conn_param p;
+	unsigned char pd[256];
+
+	if (!sch || !cch || !(lid = listener("listener", sch, "192.0.2.1", 7522, RDMA_PS_UDP, 4)))
+		return;
+	if ((cid = client("client", cch, "192.0.2.1", 7522, RDMA_PS_UDP)) && !make_qp("client", cid, IBV_QPT_UD)) {
+		conn_param(&p, pattern(pd, 4, 1), 4);
+		if (!R("client: connect", rdma_connect(cid, &p)) &&
+		    get_ev("server: request", sch, EV_WAIT, &sid, "server") == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			R("server: reject pd 137", rdma_reject(sid, pattern(pd, 137, 0x71), 137));
+			R("server: reject pd 136", rdma_reject(sid, pattern(pd, 136, 0x71), 136));
+			get_ev("client: rejected", cch, EV_WAIT, NULL, NULL);
+			query_qp_state("client qp after the reject", cid->qp);
+		}
+		drop_qp(cid);
+	}
+	destroy_id("server", sid);
+	destroy_id("client", cid);
+	destroy_id("listener", lid);
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+}
+
+/* rdma_create_ep failing: no route, the port taken, a QP the device
+ * cannot make; and the qp_type it takes from the addrinfo */
+static void c_ep_errors(void)
+{
+	struct rdma_addrinfo hints, *res = NULL, *res2 = NULL;
+	static struct rdma_cm_id sentinel;
+	struct rdma_cm_id *id = &sentinel, *l1 = NULL;
+	struct ibv_qp_init_attr attr;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_port_space = RDMA_PS_TCP;
+	if (!R("getaddrinfo 198.51.100.1 (no route)", rdma_getaddrinfo("198.51.100.1", "7533", &hints, &res))) {
+		R("create_ep to no route", rdma_create_ep(&id, res, NULL, NULL));
+		P("    id %s\n", id == &sentinel ? "untouched" : "written");
+		rdma_freeaddrinfo(res);
+		res = NULL;
+	}
+	hints.ai_flags = RAI_PASSIVE;
+	if (!R("getaddrinfo passive", rdma_getaddrinfo("192.0.2.1", "7534", &hints, &res))) {
+		R("create_ep passive 1", rdma_create_ep(&l1, res, NULL, NULL));
+		id = &sentinel;
+		R("create_ep passive 2, same port", rdma_create_ep(&id, res, NULL, NULL));
+		P("    id %s\n", id == &sentinel ? "untouched" : "written");
+		if (id != &sentinel)
+			rdma_destroy_ep(id);
+		if (l1)
+			R("destroy_ep passive 1", (rdma_destroy_ep(l1), 0));
+		rdma_freeaddrinfo(res);
+	}
+	hints.ai_flags = 0;
+	if (!R("getaddrinfo active", rdma_getaddrinfo("192.0.2.1", "7534", &hints, &res2))) {
+		qp_attr_init(&attr, IBV_QPT_UD);
+		id = &sentinel;
+		if (!R("create_ep with a UD qp_type in the attributes", rdma_create_ep(&id, res2, NULL, &attr))) {
+			name_id(id, "ep");
+			P("    attr.qp_type=%d\n", attr.qp_type);
+			print_id(id);
+			R("destroy_ep", (rdma_destroy_ep(id), 0));
+		}
+		qp_attr_init(&attr, IBV_QPT_RC);
+		attr.cap.max_send_wr = 1 << 24;
+		id = &sentinel;
+		R("create_ep with max_send_wr 1<<24", rdma_create_ep(&id, res2, NULL, &attr));
+		P("    id %s\n", id == &sentinel ? "untouched" : "written");
+		rdma_freeaddrinfo(res2);
+	}
+}
 
 /* ---- sync endpoints: rdma_getaddrinfo, rdma_create_ep, rdma_get_request ---- */
 
@@ -1608,6 +1706,10 @@ static void mcast_case(const char *src, const char *grp, const char *grp2, const
 	struct sockaddr_storage g, g2, o;
 	struct rdma_cm_id *id;
 	void *ctx = mc_context;
+	struct rdma_ud_param full, so;
+	int have_full = 0, have_so = 0;
+	struct msgbuf *rm = NULL, *sm = NULL;
+	struct ibv_ah *ah = NULL, *ah2 = NULL;
 
 	if (!ch || !(id = new_id("mc", ch, RDMA_PS_UDP)))
 		return;
@@ -1616,8 +1718,9 @@ static void mcast_case(const char *src, const char *grp, const char *grp2, const
 	sa_set(&g, grp, 0);
 	sa_set(&g2, grp2, 0);
 	sa_set(&o, other, 0);
-	if (!R("join_multicast", rdma_join_multicast(id, (struct sockaddr *)&g, ctx)))
-		get_ev("join event", ch, EV_WAIT, NULL, NULL);
+	if (!R("join_multicast", rdma_join_multicast(id, (struct sockaddr *)&g, ctx)) &&
+	    get_ev("join event", ch, EV_WAIT, NULL, NULL) == RDMA_CM_EVENT_MULTICAST_JOIN)
+		full = last_ud, have_full = 1;
 	memset(&mx, 0, sizeof(mx));
 	mx.addr = (struct sockaddr *)&g2;
 	mx.comp_mask = 4;
@@ -1631,10 +1734,34 @@ static void mcast_case(const char *src, const char *grp, const char *grp2, const
 	mx.join_flags = 2;
 	R("join_multicast_ex flags 2", rdma_join_multicast_ex(id, &mx, ctx));
 	mx.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
-	if (!R("join_multicast_ex send-only", rdma_join_multicast_ex(id, &mx, ctx)))
-		get_ev("send-only join event", ch, EV_WAIT, NULL, NULL);
+	if (!R("join_multicast_ex send-only", rdma_join_multicast_ex(id, &mx, ctx)) &&
+	    get_ev("send-only join event", ch, EV_WAIT, NULL, NULL) == RDMA_CM_EVENT_MULTICAST_JOIN)
+		so = last_ud, have_so = 1;
+	/* datagrams to both groups: the library attached the QP to the full
+	 * member group only (multicast comes back through the IP stack) */
+	if (have_full && have_so && (rm = msg_new("recv", id->pd)) && (sm = msg_new("send", id->pd))) {
+		ah = ibv_create_ah(id->pd, &full.ah_attr);
+		ah2 = ibv_create_ah(id->pd, &so.ah_attr);
+		P("  create_ah for both groups: %s\n", ah && ah2 ? "ok" : "failed");
+		if (ah && ah2) {
+			post_recv("post_recv", id->qp, rm);
+			post_send("send to the group", id->qp, sm, "to the group", ah, full.qp_num, full.qkey);
+			poll_cq("send completion", id->send_cq, 5000, NULL, 0);
+			poll_cq("recv completion (attached)", id->recv_cq, 3000, rm, 40);
+			post_recv("post_recv 2", id->qp, rm);
+			post_send("send to the send-only group", id->qp, sm, "to the send-only group", ah2, so.qp_num,
+				  so.qkey);
+			poll_cq("send completion 2", id->send_cq, 5000, NULL, 0);
+			poll_cq("recv completion (send-only, not attached)", id->recv_cq, 500, rm, 40);
+		}
+	}
 	R("leave_multicast never joined", rdma_leave_multicast(id, (struct sockaddr *)&o));
 	R("leave_multicast", rdma_leave_multicast(id, (struct sockaddr *)&g));
+	if (ah) {
+		post_send("send to the group after leaving", id->qp, sm, "after leaving", ah, full.qp_num, full.qkey);
+		poll_cq("send completion 3", id->send_cq, 5000, NULL, 0);
+		poll_cq("recv completion (left, detached)", id->recv_cq, 500, rm, 40);
+	}
 	R("leave_multicast again", rdma_leave_multicast(id, (struct sockaddr *)&g));
 	R("leave_multicast send-only", rdma_leave_multicast(id, (struct sockaddr *)&g2));
 	no_ev("after leaving", ch, 300);
@@ -1643,6 +1770,12 @@ static void mcast_case(const char *src, const char *grp, const char *grp2, const
 	if (!R("join_multicast before destroy", rdma_join_multicast(id, (struct sockaddr *)&g, ctx)))
 		get_ev("join event 2", ch, EV_WAIT, NULL, NULL);
 out:
+	if (ah)
+		ibv_destroy_ah(ah);
+	if (ah2)
+		ibv_destroy_ah(ah2);
+	msg_free(rm);
+	msg_free(sm);
 	drop_qp(id);
 	destroy_id("mc", id);
 	rdma_destroy_event_channel(ch);
@@ -2307,10 +2440,10 @@ static void c_device_removal(void)
 		destroy_id("listener", c.lid);
 		c.sid = c.cid = c.lid = NULL;
 		/* the deletion may wait for the last user of the device */
-		for (i = 0; i < 50 && waitpid(p, &st, WNOHANG) == 0; i++)
+		for (i = 0; i < 30 && waitpid(p, &st, WNOHANG) == 0; i++)
 			usleep(100000);
-		if (i == 50)
-			P("  rdma link delete: still running after the ids were destroyed\n");
+		if (i == 30)
+			P("  rdma link delete: still running 3 s after the ids were destroyed\n");
 		else
 			P("  rdma link delete: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
 			  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
@@ -2432,7 +2565,9 @@ static const struct tcase tcases[] = {
 	{ "no-listener", c_no_listener },
 	{ "ud", c_ud },
 	{ "ud-limits", c_ud_limits },
+	{ "ud-reject", c_ud_reject },
 	{ "ep-sync", c_ep_sync },
+	{ "ep-errors", c_ep_errors },
 	{ "ep-ai-connect", c_ep_ai_connect },
 	{ "ep-ai-connect-wrap", c_ep_ai_connect_wrap },
 	{ "ep-ud-sync", c_ep_ud },
