@@ -46,6 +46,13 @@ PAIRS=(
 if [ "$(cat /run/rdmacm-net-mode 2>/dev/null)" = pair ]; then
 	PAIRS[7]="mckey|b|mckey -m 239.1.2.3 -b 192.0.2.2 -C 5|a|mckey -m 239.1.2.3 -b 192.0.2.1 -C 20 -s"
 fi
+# rdma-core v65's cmtime (built from source by abi-tests/srccompat) has a
+# new command line: an out-of-band controller (-C) and one listening peer
+# (-L), which must be on different addresses: pair mode only.
+declare -gA SRC_PAIRS=()
+if [ "$(cat /run/rdmacm-net-mode 2>/dev/null)" = pair ]; then
+	SRC_PAIRS[cmtime]="cmtime|a|cmtime -b 192.0.2.1 -C 192.0.2.1 -L|b|cmtime -b 192.0.2.2 -C 192.0.2.1"
+fi
 PAIR_TIMEOUT=${PAIR_TIMEOUT:-30}
 SERVER_WAIT=${SERVER_WAIT:-10}
 SERVER_GRACE=${SERVER_GRACE:-5}
@@ -155,6 +162,7 @@ _launch() { # ns secs env-assignment|"" command...
 # of the previous run can linger a moment in `rdma res`.
 wait_server() { # server-command server-pid
 	local comm=${1%% *} i out line pid=""
+	comm=${comm##*/}
 	comm=${comm:0:15}
 	for ((i = 0; i < SERVER_WAIT * 5; i++)); do
 		kill -0 "$2" 2>/dev/null || return 1

@@ -15,8 +15,11 @@
 #     $VM_OUT/compat-$VM_KERNEL.md. The library under test is
 #     $RDMACM_UNDER_TEST (default build/librdmacm.so.1; LD_LIBRARY_PATH uses
 #     its directory, which must then hold it as librdmacm.so.1). Missing
-#     library: every cell "skipped (library not built)". MATRIX_MODES
-#     (default "preload libpath") can leave a column out.
+#     library: every cell "skipped (library not built)". A third column
+#     (srccompat) runs rdma-core's programs built from v65's source against
+#     our headers and library (abi-tests/srccompat/build.sh, on the host)
+#     with LD_LIBRARY_PATH; perftest has no such column. MATRIX_MODES
+#     (default "preload libpath srccompat") can leave a column out.
 # SUITE_PARTS (default "selfcheck testsd matrix") picks the parts to run.
 # Logs go to $VM_OUT (programs-KERNEL.log, TEST-KERNEL.log). Past
 # SUITE_BUDGET seconds (default 400) the remaining items are not run and
@@ -32,7 +35,7 @@ case $OURS in /*) ;; *) OURS=$REPO/$OURS ;; esac
 OURS_DIR=$(dirname "$OURS")
 TESTD_TIMEOUT=${TESTD_TIMEOUT:-300}
 SUITE_BUDGET=${SUITE_BUDGET:-400}
-MATRIX_MODES=${MATRIX_MODES:-preload libpath}
+MATRIX_MODES=${MATRIX_MODES:-preload libpath srccompat}
 SUITE_PARTS=${SUITE_PARTS:-selfcheck testsd matrix}
 part() { [[ " $SUITE_PARTS " == *" $1 "* ]]; }
 export RDMACM_UNDER_TEST=$OURS
@@ -110,24 +113,40 @@ matrix() {
 		echo "Compatibility of rdma-core's programs with $OURS"
 		echo "on kernel $(uname -r) ($(cat /run/rdmacm-net-mode 2>/dev/null) network), $(date -u '+%Y-%m-%d %H:%M UTC')."
 		echo
-		echo "| program | LD_PRELOAD | LD_LIBRARY_PATH |"
-		echo "|---|---|---|"
+		echo "| program | LD_PRELOAD | LD_LIBRARY_PATH | built from source against our headers |"
+		echo "|---|---|---|---|"
 	} >"$table"
+	local r3 sname sns scmd cns ccmd sprog cprog
 	for spec in "${PAIRS[@]}"; do
 		name=${spec%%|*}
-		r1="skipped (not asked for)" r2="skipped (not asked for)"
+		r1="skipped (not asked for)" r2="skipped (not asked for)" r3="-"
 		if [[ " $MATRIX_MODES " == *" preload "* ]]; then
 			if over_budget; then r1=$NOT_RUN; else r1=$(run_pair "$spec" "preload:$OURS" "$log"); fi
 		fi
 		if [[ " $MATRIX_MODES " == *" libpath "* ]]; then
 			if over_budget; then r2=$NOT_RUN; else r2=$(run_pair "$spec" "libpath:$OURS_DIR" "$log"); fi
 		fi
-		if [ "$r1" = "$r2" ]; then
+		IFS='|' read -r sname sns scmd cns ccmd <<<"${SRC_PAIRS[$name]:-$spec}"
+		sprog=${scmd%% *} cprog=${ccmd%% *}
+		if [[ " $MATRIX_MODES " == *" srccompat "* && $sprog != ib_* ]]; then
+			if [ "$name" = cmtime ] && [ -z "${SRC_PAIRS[cmtime]:-}" ]; then
+				r3="skipped (v65's cmtime needs its peers on two addresses: pair network only)"
+			elif [ ! -x "$REPO/build/srccompat/$sprog" ] || [ ! -x "$REPO/build/srccompat/$cprog" ]; then
+				r3="failed (does not build from source against our headers: see build/srccompat/build.log)"
+			elif over_budget; then
+				r3=$NOT_RUN
+			else
+				r3=$(run_pair "$sname|$sns|$REPO/build/srccompat/$scmd|$cns|$REPO/build/srccompat/$ccmd" \
+					"libpath:$OURS_DIR" "$log")
+			fi
+			count "$r3"
+		fi
+		if [ "$r1" = "$r2" ] && { [ "$r3" = "$r1" ] || [ "$r3" = - ]; }; then
 			printf '  %-22s %s\n' "$name" "$r1"
 		else
-			printf '  %-22s preload: %s; libpath: %s\n' "$name" "$r1" "$r2"
+			printf '  %-22s preload: %s; libpath: %s; from source: %s\n' "$name" "$r1" "$r2" "$r3"
 		fi
-		echo "| $name | $r1 | $r2 |" >>"$table"
+		echo "| $name | $r1 | $r2 | $r3 |" >>"$table"
 		count "$r1"
 		count "$r2"
 	done
