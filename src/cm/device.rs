@@ -27,6 +27,8 @@ pub struct CmDevice {
     pub max_initiator_depth: u8,
     pub max_responder_resources: u8,
     pub port_cnt: u8,
+    /// Link layer of each port (index port_num - 1), read when opened.
+    pub link_layers: Vec<i32>,
 }
 
 // SAFETY: the raw pointers are libibverbs objects used only under DEVICES.
@@ -87,6 +89,7 @@ impl Devices {
                     max_initiator_depth: 0,
                     max_responder_resources: 0,
                     port_cnt: 0,
+                    link_layers: Vec::new(),
                 }));
             }
         }
@@ -222,6 +225,8 @@ fn open(d: &mut CmDevice) -> Result<()> {
     d.max_qpsize = attr.max_qp_wr();
     d.max_initiator_depth = attr.max_qp_init_rd_atom() as u8;
     d.max_responder_resources = attr.max_qp_rd_atom() as u8;
+    // SAFETY: ctx is open; ports are numbered from 1.
+    d.link_layers = (1..=d.port_cnt).map(|p| unsafe { verbs::rdmacm_shim_link_layer(ctx, p) }).collect();
     Ok(())
 }
 
