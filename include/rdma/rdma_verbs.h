@@ -8,15 +8,19 @@
  * library stores in struct rdma_cm_id (pd, qp, srq, send_cq/recv_cq and
  * their completion channels); they are compiled into the caller.
  *
- * Two deliberate differences from rdma-core's copy, both where it asserts
- * (and so aborts the program in non-NDEBUG builds): rdma_post_recv with a
- * buffer outside the memory region, and rdma_get_send_comp/rdma_get_recv_comp
- * woken by a completion queue that is not the id's, fail with -1 and errno
- * EINVAL instead.
+ * Deliberate differences from rdma-core's copy: where it asserts (and so
+ * aborts the program in non-NDEBUG builds) — rdma_post_recv with a buffer
+ * outside the memory region, rdma_get_send_comp/rdma_get_recv_comp woken by
+ * a completion queue that is not the id's — these fail with -1 and errno
+ * EINVAL instead; when ibv_poll_cq itself fails (returns -n), the two
+ * rdma_get_*_comp helpers return -1 with errno n, where rdma-core's leave
+ * the negative number in errno; rdma_post_read accepts a NULL mr (lkey 0)
+ * like the other single-buffer helpers.
  */
 #ifndef RDMA_VERBS_H
 #define RDMA_VERBS_H
 
+#include <assert.h> /* rdma-core's copy brings it in; programs may rely on that */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,18 +51,19 @@ static inline struct ibv_mr *rdma_reg_msgs(struct rdma_cm_id *id, void *addr, si
 	return ibv_reg_mr(id->pd, addr, length, IBV_ACCESS_LOCAL_WRITE);
 }
 
+/*
+ * The access flags stay constant expressions in the ibv_reg_mr() call: its
+ * macro then picks the plain ibv_reg_mr function even without optimisation
+ * (through a variable it calls ibv_reg_mr_iova2, a newer libibverbs symbol).
+ */
 static inline struct ibv_mr *rdma_reg_read(struct rdma_cm_id *id, void *addr, size_t length)
 {
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
-
-	return ibv_reg_mr(id->pd, addr, length, access);
+	return ibv_reg_mr(id->pd, addr, length, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 }
 
 static inline struct ibv_mr *rdma_reg_write(struct rdma_cm_id *id, void *addr, size_t length)
 {
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-
-	return ibv_reg_mr(id->pd, addr, length, access);
+	return ibv_reg_mr(id->pd, addr, length, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 }
 
 static inline int rdma_dereg_mr(struct ibv_mr *mr)
