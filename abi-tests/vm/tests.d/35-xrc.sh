@@ -3,7 +3,10 @@
 # examples with RC (-c r) and XRC (-c x) QPs, with Debian's librdmacm and
 # with ours (LD_LIBRARY_PATH). rxe has no XRC: in XRC mode both libraries
 # must fail the same way (same exit codes, same messages); in RC mode both
-# must pass.
+# must pass. The same for v65's rdma_xserver/rdma_xclient built from source
+# against our headers and library (abi-tests/srccompat/build.sh), run on
+# ours: RC must pass, XRC must fail with Debian's exit codes (their
+# messages are v65's, not compared).
 # Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -21,17 +24,28 @@ finish() {
 command -v rdma_xserver >/dev/null || { echo "SKIP no rdma_xserver"; echo "0 passed, 0 failed, 1 skipped"; exit 77; }
 mkdir -p "$tmp/lib" && ln -sf "$(readlink -f "$OURS")" "$tmp/lib/librdmacm.so.1"
 
+SRC=$PWD/build/srccompat
+src_ok=1
+for p in rdma_xserver rdma_xclient; do
+	[ -x "$SRC/$p" ] && continue
+	src_ok=0
+	why=$(cat "$SRC/$p.needs" "$SRC/$p.why" "$SRC/nolib" 2>/dev/null | head -n1)
+	echo "SKIP built from source: $p not built (${why:-abi-tests/srccompat/build.sh did not run})"
+	skip=$((skip + 2))
+done
+
 run() { # lib type -> "server-exit client-exit" and $tmp/<lib>-<type>.{server,client}
-	local lib=$1 t=$2 e=() spid src crc i
-	[ "$lib" = ours ] && e=(LD_LIBRARY_PATH="$tmp/lib")
-	env "${e[@]}" timeout 30 rdma_xserver -c "$t" -p 7499 >"$tmp/$lib-$t.server" 2>&1 &
+	local lib=$1 t=$2 e=() spid src crc i dir=""
+	[ "$lib" = system ] || e=(LD_LIBRARY_PATH="$tmp/lib")
+	[ "$lib" = src ] && dir=$SRC/
+	env "${e[@]}" timeout 30 ${dir}rdma_xserver -c "$t" -p 7499 >"$tmp/$lib-$t.server" 2>&1 &
 	spid=$!
 	for ((i = 0; i < 50; i++)); do
 		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN" && break
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.2
 	done
-	env "${e[@]}" timeout 30 rdma_xclient -s 192.0.2.1 -c "$t" -p 7499 >"$tmp/$lib-$t.client" 2>&1
+	env "${e[@]}" timeout 30 ${dir}rdma_xclient -s 192.0.2.1 -c "$t" -p 7499 >"$tmp/$lib-$t.client" 2>&1
 	crc=$?
 	for ((i = 0; i < 25; i++)); do kill -0 "$spid" 2>/dev/null || break; sleep 0.2; done
 	kill "$spid" 2>/dev/null
@@ -44,6 +58,19 @@ for t in r x; do
 	read -r os oc < <(run ours $t)
 	d="server exit $ds, client exit $dc"
 	o="server exit $os, client exit $oc"
+	if ((src_ok)); then
+		read -r ss sc < <(run src $t)
+		s="server exit $ss, client exit $sc"
+		if [ $t = r ] && ((ss == 0 && sc == 0)); then
+			ok "rdma_xserver/xclient RC, built from v65's source against our headers: passes on ours"
+		elif [ $t = r ]; then
+			bad "rdma_xserver/xclient RC, built from v65's source against our headers: $s; it said: $(tr '\n' ';' <"$tmp/src-$t.client")"
+		elif [ "$s" = "$d" ] && ((ds != 0 || dc != 0)); then
+			ok "rdma_xserver/xclient XRC, built from v65's source against our headers: fails on ours as Debian's build on Debian's library ($s: $(grep -v ': start$' "$tmp/src-$t.server" | tr '\n' ';') / $(grep -v ': start$' "$tmp/src-$t.client" | tr '\n' ';'))"
+		else
+			bad "rdma_xserver/xclient XRC, built from v65's source against our headers: $s, Debian's: $d"
+		fi
+	fi
 	if [ $t = r ]; then
 		if ((ds == 0 && dc == 0 && os == 0 && oc == 0)); then
 			ok "rdma_xserver/xclient RC: passes with Debian's library and with ours"
