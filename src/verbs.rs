@@ -100,6 +100,8 @@ pub(crate) const IBV_QP_SQ_PSN: i32 = 1 << 16;
 pub(crate) const IBV_TRANSPORT_IWARP: c_int = 1;
 /// `IBV_LINK_LAYER_INFINIBAND`.
 pub(crate) const IBV_LINK_LAYER_INFINIBAND: c_int = 1;
+/// `IBV_LINK_LAYER_ETHERNET`.
+pub(crate) const IBV_LINK_LAYER_ETHERNET: c_int = 2;
 /// comp_mask bits of the extended init attributes.
 pub(crate) const IBV_QP_INIT_ATTR_PD: u32 = 1;
 pub(crate) const IBV_QP_INIT_ATTR_XRCD: u32 = 2;

@@ -86,7 +86,7 @@ fn qp_info(idp: &IdPriv) -> Option<(u32, u8)> {
 }
 
 pub fn listen(idp: &IdPriv, backlog: i32) -> Result<()> {
-    ucma::listen(idp.fd(), idp.handle, backlog as u32)?;
+    ucma::listen(idp.fd(), idp.handle(), backlog as u32)?;
     id::query_addr(idp)
 }
 
@@ -108,7 +108,7 @@ pub fn connect(idp: &IdPriv, param: *const rdma_conn_param) -> Result<()> {
         };
         (conn_to_kern(&st, param, qp_num, srq)?, cmd::Ece { vendor_id: st.local_ece.0, attr_mod: st.local_ece.1 })
     };
-    ucma::connect(idp.fd(), idp.handle, &k, ece)?;
+    ucma::connect(idp.fd(), idp.handle(), &k, ece)?;
     idp.lock().connect_data = Vec::new();
     id::complete(idp, &[E::RDMA_CM_EVENT_ESTABLISHED as u32, E::RDMA_CM_EVENT_CONNECT_RESPONSE as u32])
 }
@@ -145,7 +145,7 @@ pub fn accept(idp: &IdPriv, param: *const rdma_conn_param) -> Result<()> {
         let st = idp.lock();
         (conn_to_kern(&st, param, qp_num, srq)?, cmd::Ece { vendor_id: st.remote_ece.0, attr_mod: st.local_ece.1 })
     };
-    if let Err(e) = ucma::accept(idp.fd(), idp.handle, idp.id_ptr() as u64, &k, ece) {
+    if let Err(e) = ucma::accept(idp.fd(), idp.handle(), idp.id_ptr() as u64, &k, ece) {
         let _ = qp::to_state(idp, verbs::IBV_QPS_ERR);
         return Err(e);
     }
@@ -167,7 +167,7 @@ pub fn reject(idp: &IdPriv, data: *const libc::c_void, len: u8, reason: u8) -> R
         // SAFETY: the caller's buffer of len bytes.
         unsafe { std::slice::from_raw_parts(data as *const u8, len as usize) }
     };
-    ucma::reject(idp.fd(), idp.handle, d, reason)
+    ucma::reject(idp.fd(), idp.handle(), d, reason)
 }
 
 /// The active side's answer to CONNECT_RESPONSE: QP to RTR and RTS, then
@@ -175,7 +175,7 @@ pub fn reject(idp: &IdPriv, data: *const libc::c_void, len: u8, reason: u8) -> R
 pub fn process_conn_resp(idp: &IdPriv) -> Result<()> {
     let r = qp::to_rtr(idp, RDMA_MAX_RESP_RES as u8)
         .and_then(|_| qp::to_rts(idp, RDMA_MAX_INIT_DEPTH as u8))
-        .and_then(|_| ucma::accept(idp.fd(), idp.handle, 0, &cmd::ConnParam::zeroed(), cmd::Ece::default()));
+        .and_then(|_| ucma::accept(idp.fd(), idp.handle(), 0, &cmd::ConnParam::zeroed(), cmd::Ece::default()));
     if r.is_err() {
         let _ = qp::to_state(idp, verbs::IBV_QPS_ERR);
     }
@@ -226,7 +226,7 @@ pub fn disconnect(idp: &IdPriv) -> Result<()> {
         Some(verbs::IBV_TRANSPORT_IWARP) => qp::to_state(idp, verbs::IBV_QPS_SQD)?,
         _ => return Err(Error::Errno(libc::EINVAL)),
     }
-    ucma::disconnect(idp.fd(), idp.handle)?;
+    ucma::disconnect(idp.fd(), idp.handle())?;
     id::complete(idp, &[E::RDMA_CM_EVENT_DISCONNECTED as u32])
 }
 

@@ -16,7 +16,8 @@ use crate::ucma::{self, cmd};
 #[repr(C)]
 pub struct EventPriv {
     pub event: rdma_cm_event,
-    pub private_data: [u8; cmd::MAX_PRIVATE_DATA],
+    /// Written only up to the length the params give (never read before).
+    pub private_data: std::mem::MaybeUninit<[u8; cmd::MAX_PRIVATE_DATA]>,
     pub id_priv: *mut IdPriv,
     /// The membership a multicast event belongs to (NULL otherwise).
     pub mc: *mut super::mcast::McPriv,
@@ -35,8 +36,10 @@ fn stash_private(ev: &mut EventPriv, data: &[u8; cmd::MAX_PRIVATE_DATA], len: u8
     if len == 0 {
         return std::ptr::null();
     }
-    ev.private_data[..len].copy_from_slice(&data[..len]);
-    ev.private_data.as_ptr() as *const libc::c_void
+    let dst = ev.private_data.as_mut_ptr() as *mut u8;
+    // SAFETY: len <= MAX_PRIVATE_DATA bytes fit both buffers.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len) };
+    dst as *const libc::c_void
 }
 
 fn copy_conn(ev: &mut EventPriv, src: &cmd::ConnParam) {
@@ -110,7 +113,7 @@ fn process_addr_resolved(ev: &mut EventPriv, idp: &IdPriv) {
             return Err(Error::Errno(libc::ENODEV));
         }
         if id::transport(idp) == Some(crate::verbs::IBV_TRANSPORT_IB) {
-            id::query_gid(idp)?;
+            id::fill_gids(idp)?;
         }
         Ok(())
     });
@@ -139,8 +142,12 @@ fn process_conn_req(ev: &mut EventPriv, listener: &IdPriv, resp: &cmd::EventResp
     let lid = listener.id();
     let child = id::new_id(lid.channel, lid.context, lid.ps, lid.qp_type, false);
     // SAFETY: not shared yet.
-    unsafe { (*child).handle = resp.id };
-    registry::add_id(child, resp.id, lid.channel);
+    unsafe { (*child).set_handle(resp.id) };
+    if let Err(e) = registry::add_id(child, lid.channel) {
+        // SAFETY: never registered.
+        drop(unsafe { Box::from_raw(child) });
+        return Err(e);
+    }
     // SAFETY: registered, owned by this event until delivered.
     let c = unsafe { &*child };
     ev.event.listen_id = listener.id_ptr();
@@ -161,7 +168,7 @@ fn process_conn_req(ev: &mut EventPriv, listener: &IdPriv, resp: &cmd::EventResp
         Ok(())
     })
     .and_then(|_| id::query_addr(c))
-    .and_then(|_| id::query_gid(c))
+    .and_then(|_| id::fill_gids(c))
     .and_then(|_| id::query_path(c));
     if let Err(e) = r {
         let _ = id::destroy_id(c);
@@ -197,37 +204,45 @@ pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
     let fd = registry::channel_fd(ch)?;
     loop {
         let resp = ucma::get_event(fd)?;
+        let mut ev = new_event();
+        let p = &mut *ev as *mut EventPriv as *mut rdma_cm_event;
         let is_mc = resp.event == E::RDMA_CM_EVENT_MULTICAST_JOIN as u32 || resp.event == E::RDMA_CM_EVENT_MULTICAST_ERROR as u32;
         let mut mc = std::ptr::null_mut();
+        // Find the event's id and record the event as live (one registry
+        // step on the common path).
         let idp_ptr = if is_mc {
             match registry::live_mc(resp.uid) {
                 Some(m) => {
                     mc = m;
+                    registry::add_event(p);
                     // SAFETY: a live record; its id outlives it.
                     unsafe { (*m).id as *mut IdPriv }
                 }
                 None => continue,
             }
         } else if resp.uid != 0 {
-            match registry::live_id(resp.uid) {
-                Some(p) => p,
-                None => continue, // not an id of ours: nothing can ack it
+            if !registry::live_id_add_event(resp.uid, p) {
+                continue; // not an id of ours: nothing can ack it
             }
+            resp.uid as *mut IdPriv
         } else {
             // Events without a uid (an un-accepted child): only ESTABLISHED
             // is delivered, the rest is counted as acked and dropped.
-            let Some(p) = registry::lookup_handle(resp.id) else { continue };
+            let Some(q) = registry::lookup_handle(resp.id) else { continue };
             if resp.event != E::RDMA_CM_EVENT_ESTABLISHED as u32 {
                 // SAFETY: a live id.
-                unsafe { (*p).complete_event() };
+                unsafe { (*q).complete_event() };
                 continue;
             }
-            p
+            registry::add_event(p);
+            q
+        };
+        // Dropping an event after it was recorded as live.
+        let discard = |e: *mut rdma_cm_event| {
+            registry::take_event(e);
         };
         // SAFETY: a live id; it cannot be freed before this event is acked.
         let idp = unsafe { &*idp_ptr };
-        // SAFETY: all-zero EventPriv is valid (NULL pointers, zero data).
-        let mut ev: Box<EventPriv> = Box::new(unsafe { std::mem::zeroed() });
         ev.id_priv = idp_ptr;
         ev.mc = mc;
         ev.event.id = idp.id_ptr();
@@ -247,12 +262,14 @@ pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
             x if x == E::RDMA_CM_EVENT_CONNECT_REQUEST as u32 => {
                 copy_params(&mut ev, idp, &resp);
                 if process_conn_req(&mut ev, idp, &resp).is_err() {
+                    discard(p);
                     continue;
                 }
             }
             x if x == E::RDMA_CM_EVENT_CONNECT_RESPONSE as u32 => process_conn_resp(&mut ev, idp, &resp),
             x if x == E::RDMA_CM_EVENT_REJECTED as u32 || x == E::RDMA_CM_EVENT_DISCONNECTED as u32 => {
                 if idp.lock().connect_error {
+                    discard(p);
                     idp.complete_event();
                     continue;
                 }
@@ -283,6 +300,7 @@ pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
                     // Upstream returns EBADE and leaks the event, so
                     // rdma_destroy_id hangs; an internal event that is not
                     // ours is dropped and counted as acked.
+                    discard(p);
                     idp.complete_event();
                     continue;
                 }
@@ -291,9 +309,22 @@ pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
             }
             _ => copy_params(&mut ev, idp, &resp),
         }
-        let p = Box::into_raw(ev) as *mut rdma_cm_event;
-        registry::add_event(p);
-        return Ok(p);
+        return Ok(Box::into_raw(ev) as *mut rdma_cm_event);
+    }
+}
+
+/// A new event: the public part zeroed, the private-data buffer left
+/// uninitialised (it is written before any pointer to it is handed out).
+fn new_event() -> Box<EventPriv> {
+    let mut b = Box::<EventPriv>::new_uninit();
+    let p = b.as_mut_ptr();
+    // SAFETY: every field but the MaybeUninit buffer is written; all-zero
+    // is a valid rdma_cm_event (NULL pointers, zero fields).
+    unsafe {
+        std::ptr::addr_of_mut!((*p).event).write(std::mem::zeroed());
+        std::ptr::addr_of_mut!((*p).id_priv).write(std::ptr::null_mut());
+        std::ptr::addr_of_mut!((*p).mc).write(std::ptr::null_mut());
+        b.assume_init()
     }
 }
 

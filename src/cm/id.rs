@@ -13,7 +13,7 @@ use crate::addr::RawAddr;
 use crate::error::{Error, Result};
 use crate::ucma::{self, cmd};
 use std::os::fd::IntoRawFd;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::cell::UnsafeCell;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -52,7 +52,8 @@ pub struct IdPriv {
     /// Must stay first: C code holds `&id`. The library writes the public
     /// fields it fills (addresses, device, event stash) through the cell.
     pub id: UnsafeCell<rdma_cm_id>,
-    pub handle: u32,
+    /// The kernel's handle (set once the kernel made the id).
+    handle: AtomicU32,
     /// Created with a NULL channel: owns a private channel, calls block.
     pub sync: AtomicBool,
     pub dev: AtomicPtr<CmDevice>,
@@ -81,6 +82,14 @@ impl IdPriv {
 
     pub fn id_ptr(&self) -> *mut rdma_cm_id {
         self as *const IdPriv as *mut rdma_cm_id
+    }
+
+    pub fn handle(&self) -> u32 {
+        self.handle.load(Ordering::Relaxed)
+    }
+
+    pub fn set_handle(&self, h: u32) {
+        self.handle.store(h, Ordering::Relaxed)
     }
 
     pub fn fd(&self) -> i32 {
@@ -133,7 +142,7 @@ pub unsafe fn addr_from_c(addr: *const libc::sockaddr) -> Option<RawAddr> {
 pub fn create_channel() -> Result<*mut rdma_event_channel> {
     super::init()?;
     let fd = ucma::open()?.into_raw_fd();
-    let ch = Box::into_raw(Box::new(rdma_event_channel { fd }));
+    let ch = Box::into_raw(Box::new(registry::ChannelPriv::new(fd))) as *mut rdma_event_channel;
     registry::add_channel(ch);
     Ok(ch)
 }
@@ -143,9 +152,9 @@ pub fn create_channel() -> Result<*mut rdma_event_channel> {
 pub fn destroy_channel(ch: *mut rdma_event_channel) -> Result<()> {
     registry::remove_channel(ch)?;
     // SAFETY: a live channel we made with Box, now unregistered.
-    let b = unsafe { Box::from_raw(ch) };
+    let b = unsafe { Box::from_raw(ch as *mut registry::ChannelPriv) };
     // SAFETY: the channel owned this fd.
-    unsafe { libc::close(b.fd) };
+    unsafe { libc::close(b.ch.fd) };
     Ok(())
 }
 
@@ -158,20 +167,24 @@ pub fn qp_type_of(ps: u32) -> u32 {
     }
 }
 
-/// A new private id (not yet known to the kernel or the registry).
+/// A new private id (not yet known to the kernel or the registry), built
+/// in its heap slot (no copy of the large public struct).
 pub fn new_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32, qp_type: u32, sync: bool) -> *mut IdPriv {
-    // SAFETY: all-zero is a valid rdma_cm_id (NULL pointers, zero fields).
-    let mut id: rdma_cm_id = unsafe { std::mem::zeroed() };
-    id.channel = ch;
-    id.context = context;
-    id.ps = ps;
-    id.qp_type = qp_type;
-    Box::into_raw(Box::new(IdPriv {
-        id: UnsafeCell::new(id),
-        handle: u32::MAX,
-        sync: AtomicBool::new(sync),
-        dev: AtomicPtr::new(std::ptr::null_mut()),
-        state: Mutex::new(IdState {
+    let mut b = Box::<IdPriv>::new_uninit();
+    let p = b.as_mut_ptr();
+    // SAFETY: every field is written before assume_init; all-zero is a
+    // valid rdma_cm_id (NULL pointers, zero fields).
+    unsafe {
+        let id = std::ptr::addr_of_mut!((*p).id) as *mut rdma_cm_id;
+        id.write_bytes(0, 1);
+        (*id).channel = ch;
+        (*id).context = context;
+        (*id).ps = ps;
+        (*id).qp_type = qp_type;
+        std::ptr::addr_of_mut!((*p).handle).write(AtomicU32::new(u32::MAX));
+        std::ptr::addr_of_mut!((*p).sync).write(AtomicBool::new(sync));
+        std::ptr::addr_of_mut!((*p).dev).write(AtomicPtr::new(std::ptr::null_mut()));
+        std::ptr::addr_of_mut!((*p).state).write(Mutex::new(IdState {
             events_completed: 0,
             resolving_ai: false,
             resolved_ai: std::ptr::null_mut(),
@@ -184,9 +197,10 @@ pub fn new_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32, 
             remote_ece: (0, 0),
             qp_init_attr: None,
             mcs: Vec::new(),
-        }),
-        cond: Condvar::new(),
-    }))
+        }));
+        std::ptr::addr_of_mut!((*p).cond).write(Condvar::new());
+        Box::into_raw(b.assume_init())
+    }
 }
 
 /// `rdma_create_id`; `qp_type` follows the port space as upstream.
@@ -200,21 +214,25 @@ pub fn create_id_typed(ch: *mut rdma_event_channel, context: *mut libc::c_void, 
     let (ch, sync) = if ch.is_null() {
         (create_channel()?, true)
     } else {
-        registry::channel_fd(ch)?;
         (ch, false)
     };
     let p = new_id(ch, context, ps, qp_type, sync);
-    // SAFETY: ch is live (checked or just made).
-    let fd = unsafe { (*ch).fd };
-    match ucma::create_id(fd, p as u64, ps as u16, qp_type as u8) {
+    // One registry step checks the channel and records the id (which the
+    // kernel does not know yet: no event can name it before the write).
+    let r = registry::add_id(p, ch).and_then(|()| {
+        // SAFETY: ch is live (checked under the registry lock, and pinned
+        // by the id now counted on it).
+        let fd = unsafe { (*ch).fd };
+        ucma::create_id(fd, p as u64, ps as u16, qp_type as u8).inspect_err(|_| registry::remove_id(p, ch))
+    });
+    match r {
         Ok(handle) => {
-            // SAFETY: p is ours and not yet shared.
-            unsafe { (*p).handle = handle };
-            registry::add_id(p, handle, ch);
+            // SAFETY: p is ours; nobody but the registry knows it yet.
+            unsafe { (*p).set_handle(handle) };
             Ok(p as *mut rdma_cm_id)
         }
         Err(e) => {
-            // SAFETY: never registered, never seen by the kernel.
+            // SAFETY: unregistered, never seen by the kernel.
             drop(unsafe { Box::from_raw(p) });
             if sync {
                 let _ = destroy_channel(ch);
@@ -227,13 +245,16 @@ pub fn create_id_typed(ch: *mut rdma_event_channel, context: *mut libc::c_void, 
 /// `rdma_destroy_id`: waits until every event the kernel reported for the
 /// id has been acked, holding no lock but the id's own condition wait.
 pub fn destroy_id(idp: &IdPriv) -> Result<()> {
-    let reported = ucma::destroy_id(idp.fd(), idp.handle)?;
+    let reported = ucma::destroy_id(idp.fd(), idp.handle())?;
     let id = idp.id_mut();
     if !id.event.is_null() {
         let ev = std::mem::replace(&mut id.event, std::ptr::null_mut());
         let _ = ack_event(ev);
     }
-    drop(idp.wait_acked(idp.lock(), reported));
+    let (ai, mcs) = {
+        let mut st = idp.wait_acked(idp.lock(), reported);
+        (std::mem::replace(&mut st.resolved_ai, std::ptr::null_mut()), std::mem::take(&mut st.mcs))
+    };
     let p = idp as *const IdPriv as *mut IdPriv;
     let ch = id.channel;
     registry::remove_id(p, ch);
@@ -244,10 +265,6 @@ pub fn destroy_id(idp: &IdPriv) -> Result<()> {
     // SAFETY: path_rec is NULL or our malloc'd array.
     unsafe { libc::free(id.route.path_rec as *mut libc::c_void) };
     id.route.path_rec = std::ptr::null_mut();
-    let (ai, mcs) = {
-        let mut st = idp.lock();
-        (std::mem::replace(&mut st.resolved_ai, std::ptr::null_mut()), std::mem::take(&mut st.mcs))
-    };
     crate::addr::getaddrinfo::free_list(ai);
     // Memberships die with the kernel id; upstream leaks their records.
     super::mcast::free_records(&mcs);
@@ -270,7 +287,7 @@ fn copy_addr(dst: &mut libc::sockaddr_storage, src: &[u8], size: u16) {
 pub fn query_addr(idp: &IdPriv) -> Result<()> {
     let mut resp = cmd::QueryAddrResp::zeroed();
     resp.ibdev_index = device::INVALID_INDEX;
-    ucma::query(idp.fd(), idp.handle, cmd::QUERY_ADDR, &mut resp)?;
+    ucma::query(idp.fd(), idp.handle(), cmd::QUERY_ADDR, &mut resp)?;
     let id = idp.id_mut();
     // SAFETY: the storage members of the address unions are plain bytes.
     unsafe {
@@ -295,7 +312,7 @@ pub fn query_addr(idp: &IdPriv) -> Result<()> {
 /// QUERY(GID): the source and destination GIDs.
 pub fn query_gid(idp: &IdPriv) -> Result<()> {
     let mut resp = cmd::QueryAddrResp::zeroed();
-    ucma::query(idp.fd(), idp.handle, cmd::QUERY_GID, &mut resp)?;
+    ucma::query(idp.fd(), idp.handle(), cmd::QUERY_GID, &mut resp)?;
     let id = idp.id_mut();
     // Each address is a sockaddr_ib whose GID sits at offset 8.
     // SAFETY: plain union fields.
@@ -303,6 +320,66 @@ pub fn query_gid(idp: &IdPriv) -> Result<()> {
         id.route.addr.addr.ibaddr.sgid.raw.copy_from_slice(&resp.src_addr[8..24]);
         id.route.addr.addr.ibaddr.dgid.raw.copy_from_slice(&resp.dst_addr[8..24]);
     }
+    Ok(())
+}
+
+/// The GID the kernel's `rdma_ip2gid` derives from an IP address: IPv4
+/// v4-mapped, IPv6 as is; an unset address (family 0) leaves zeros. None
+/// for anything else (AF_IB carries its own GID: ask the kernel).
+fn ip2gid(a: &libc::sockaddr_storage) -> Option<[u8; 16]> {
+    let mut g = [0u8; 16];
+    match a.ss_family as i32 {
+        0 => {}
+        libc::AF_INET => {
+            // SAFETY: an AF_INET storage holds a sockaddr_in.
+            let sin = unsafe { &*(a as *const _ as *const libc::sockaddr_in) };
+            g[10] = 0xff;
+            g[11] = 0xff;
+            g[12..].copy_from_slice(&sin.sin_addr.s_addr.to_ne_bytes());
+        }
+        libc::AF_INET6 => {
+            // SAFETY: an AF_INET6 storage holds a sockaddr_in6.
+            let sin6 = unsafe { &*(a as *const _ as *const libc::sockaddr_in6) };
+            g = sin6.sin6_addr.s6_addr;
+        }
+        _ => return None,
+    }
+    Some(g)
+}
+
+/// Whether the id's port speaks RoCE (InfiniBand transport over an
+/// Ethernet link layer), from what was read when its device was opened.
+fn on_roce_port(idp: &IdPriv) -> bool {
+    let d = idp.dev.load(Ordering::Acquire);
+    let port = idp.id().port_num as usize;
+    if d.is_null() || port == 0 || transport(idp) != Some(crate::verbs::IBV_TRANSPORT_IB) {
+        return false;
+    }
+    // SAFETY: the id holds a reference on its device; link_layers is fixed
+    // once the device is open.
+    unsafe { (&(*d).link_layers).get(port - 1).copied() == Some(crate::verbs::IBV_LINK_LAYER_ETHERNET) }
+}
+
+/// Source and destination GIDs after `query_addr`. Where the kernel's
+/// QUERY(GID) answer is a function of what the id already knows it is
+/// computed here, saving a round trip (kernel `rdma_read_gids`): no device
+/// gives zero GIDs, a RoCE port the GIDs of the IP addresses. InfiniBand,
+/// iWARP and AF_IB addresses still ask the kernel.
+pub fn fill_gids(idp: &IdPriv) -> Result<()> {
+    let id = idp.id_mut();
+    // SAFETY: the storage members of the address unions are plain bytes.
+    let (src, dst) = unsafe { (&id.route.addr.src.src_storage, &id.route.addr.dst.dst_storage) };
+    let gids = if idp.dev.load(Ordering::Acquire).is_null() {
+        let unset = |a: &libc::sockaddr_storage| a.ss_family as i32 != libc::AF_IB;
+        (unset(src) && unset(dst)).then_some(([0u8; 16], [0u8; 16]))
+    } else if on_roce_port(idp) {
+        ip2gid(src).zip(ip2gid(dst))
+    } else {
+        None
+    };
+    let Some((s, d)) = gids else { return query_gid(idp) };
+    id.route.addr.addr.ibaddr.sgid.raw = s;
+    id.route.addr.addr.ibaddr.dgid.raw = d;
     Ok(())
 }
 
@@ -339,7 +416,7 @@ fn convert_path(p: &cmd::PathRecData) -> ibv_sa_path_rec {
 pub fn query_path(idp: &IdPriv) -> Result<()> {
     // SAFETY: plain data.
     let mut resp: cmd::QueryPathResp = unsafe { std::mem::zeroed() };
-    ucma::query(idp.fd(), idp.handle, cmd::QUERY_PATH, &mut resp)?;
+    ucma::query(idp.fd(), idp.handle(), cmd::QUERY_PATH, &mut resp)?;
     let n = (resp.num_paths as usize).min(cmd::MAX_QUERY_PATHS);
     let id = idp.id_mut();
     if n == 0 {
@@ -400,9 +477,9 @@ use rdma_cm_event_type as E;
 pub fn bind_addr(idp: &IdPriv, addr: *const libc::sockaddr) -> Result<()> {
     // SAFETY: the caller passes a socket address of its family's length.
     let a = unsafe { addr_from_c(addr) }.ok_or(Error::Errno(libc::EINVAL))?;
-    ucma::bind(idp.fd(), idp.handle, &a)?;
+    ucma::bind(idp.fd(), idp.handle(), &a)?;
     query_addr(idp)?;
-    query_gid(idp)
+    fill_gids(idp)
 }
 
 pub fn resolve_addr(idp: &IdPriv, src: *const libc::sockaddr, dst: *const libc::sockaddr, timeout_ms: i32) -> Result<()> {
@@ -413,7 +490,7 @@ pub fn resolve_addr(idp: &IdPriv, src: *const libc::sockaddr, dst: *const libc::
     if !src.is_null() && s.is_none() {
         return Err(Error::Errno(libc::EINVAL));
     }
-    ucma::resolve_addr(idp.fd(), idp.handle, s.as_ref(), &d, timeout_ms as u32)?;
+    ucma::resolve_addr(idp.fd(), idp.handle(), s.as_ref(), &d, timeout_ms as u32)?;
     let id = idp.id_mut();
     // SAFETY: storage member of a plain union.
     unsafe { copy_addr(&mut id.route.addr.dst.dst_storage, d.as_bytes(), d.len() as u16) };
@@ -439,14 +516,14 @@ fn set_ib_route(idp: &IdPriv) -> Result<()> {
         return Err(Error::Errno(libc::ENOENT));
     }
     let len = std::mem::size_of_val(&route[..]);
-    ucma::set_option(idp.fd(), idp.handle, RDMA_OPTION_IB as u32, RDMA_OPTION_IB_PATH as u32, route.as_ptr() as u64, len as u32)
+    ucma::set_option(idp.fd(), idp.handle(), RDMA_OPTION_IB as u32, RDMA_OPTION_IB_PATH as u32, route.as_ptr() as u64, len as u32)
 }
 
 pub fn resolve_route(idp: &IdPriv, timeout_ms: i32) -> Result<()> {
     // Upstream dereferences id->verbs unchecked: no device, no route.
     let t = transport(idp).ok_or(Error::Errno(libc::EINVAL))?;
     if t != crate::verbs::IBV_TRANSPORT_IB || set_ib_route(idp).is_err() {
-        ucma::resolve_route(idp.fd(), idp.handle, timeout_ms as u32)?;
+        ucma::resolve_route(idp.fd(), idp.handle(), timeout_ms as u32)?;
     }
     complete(idp, &[E::RDMA_CM_EVENT_ROUTE_RESOLVED as u32, E::RDMA_CM_EVENT_ROUTE_ERROR as u32])
 }
@@ -454,11 +531,11 @@ pub fn resolve_route(idp: &IdPriv, timeout_ms: i32) -> Result<()> {
 pub fn set_option(idp: &IdPriv, level: i32, optname: i32, optval: *mut libc::c_void, optlen: usize) -> Result<()> {
     // The kernel reads optval itself and checks optlen per option.
     let optlen = u32::try_from(optlen).map_err(|_| Error::Errno(libc::EINVAL))?;
-    ucma::set_option(idp.fd(), idp.handle, level as u32, optname as u32, optval as u64, optlen)
+    ucma::set_option(idp.fd(), idp.handle(), level as u32, optname as u32, optval as u64, optlen)
 }
 
 pub fn notify(idp: &IdPriv, event: u32) -> Result<()> {
-    ucma::notify(idp.fd(), idp.handle, event)
+    ucma::notify(idp.fd(), idp.handle(), event)
 }
 
 /// `rdma_migrate_id`: move the id to `ch` (NULL: a new private channel).
@@ -478,7 +555,7 @@ pub fn migrate(idp: &IdPriv, ch: *mut rdma_event_channel) -> Result<()> {
     let old = id.channel;
     // SAFETY: ch is live.
     let new_fd = unsafe { (*ch).fd };
-    let reported = match ucma::migrate_id(new_fd, idp.handle, idp.fd()) {
+    let reported = match ucma::migrate_id(new_fd, idp.handle(), idp.fd()) {
         Ok(n) => n,
         Err(e) => {
             if new_sync {
@@ -514,5 +591,43 @@ pub fn port_of(a: &libc::sockaddr_storage) -> u16 {
             AF_IB => ((u64::from_be((*(p as *const sockaddr_ib)).sib_sid) & 0xffff) as u16).to_be(),
             _ => 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ip2gid;
+
+    fn storage<T>(a: &T) -> libc::sockaddr_storage {
+        // SAFETY: T is a sockaddr no larger than the storage.
+        unsafe {
+            let mut s: libc::sockaddr_storage = std::mem::zeroed();
+            std::ptr::copy_nonoverlapping(a as *const T as *const u8, &mut s as *mut _ as *mut u8, std::mem::size_of::<T>());
+            s
+        }
+    }
+
+    #[test]
+    fn ip2gid_follows_the_kernel() {
+        // IPv4: the v4-mapped IPv6 address (::ffff:192.0.2.1).
+        // SAFETY: zeroed sockaddrs are valid.
+        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        sin.sin_family = libc::AF_INET as u16;
+        sin.sin_port = 7471u16.to_be();
+        sin.sin_addr.s_addr = u32::from_ne_bytes([192, 0, 2, 1]);
+        let mut want = [0u8; 16];
+        want[10..].copy_from_slice(&[0xff, 0xff, 192, 0, 2, 1]);
+        assert_eq!(ip2gid(&storage(&sin)), Some(want));
+        // IPv6: the address itself.
+        let mut sin6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+        sin6.sin6_family = libc::AF_INET6 as u16;
+        sin6.sin6_addr.s6_addr = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        assert_eq!(ip2gid(&storage(&sin6)), Some(sin6.sin6_addr.s6_addr));
+        // Unset: zeros; AF_IB (own GID) and others: ask the kernel.
+        let unset: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        assert_eq!(ip2gid(&unset), Some([0; 16]));
+        let mut ib = unset;
+        ib.ss_family = super::AF_IB as u16;
+        assert_eq!(ip2gid(&ib), None);
     }
 }

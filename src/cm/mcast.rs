@@ -41,7 +41,7 @@ fn join(idp: &IdPriv, addr: RawAddr, flags: u16, context: *mut libc::c_void) -> 
     registry::add_mc(mc);
     // SAFETY: mc is ours until the leave.
     let a = unsafe { &(*mc).addr };
-    match ucma::join_mcast(idp.fd(), idp.handle, mc as u64, a, flags) {
+    match ucma::join_mcast(idp.fd(), idp.handle(), mc as u64, a, flags) {
         Ok(h) => {
             // SAFETY: as above; no event can name it before the write returned.
             unsafe { (*mc).handle = h };

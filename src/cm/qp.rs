@@ -33,7 +33,7 @@ fn check(rc: i32) -> Result<()> {
 /// `rdma_init_qp_attr`: the kernel's attributes for `attr.qp_state`.
 pub fn init_qp_attr(idp: &IdPriv, attr: &mut ibv_qp_attr) -> Result<i32> {
     let state = attr.raw[0] as u32;
-    let resp = ucma::init_qp_attr(idp.fd(), idp.handle, state)?;
+    let resp = ucma::init_qp_attr(idp.fd(), idp.handle(), state)?;
     // SAFETY: both buffers have libibverbs' sizes (checked).
     unsafe { verbs::ibv_copy_qp_attr_from_kern(attr, &resp) };
     Ok(resp.raw[0] as i32)

@@ -41,19 +41,37 @@ impl Hasher for WordHasher {
     }
 }
 
-type HashMap<K, V> = collections::HashMap<K, V, BuildHasherDefault<WordHasher>>;
 type HashSet<K> = collections::HashSet<K, BuildHasherDefault<WordHasher>>;
 
 #[derive(Default)]
 pub struct Registry {
-    /// channel → number of ids on it.
-    channels: HashMap<usize, usize>,
-    /// id → kernel handle.
-    ids: HashMap<usize, u32>,
-    /// kernel handle → id.
-    handles: HashMap<u32, usize>,
+    /// live channels (each counts its ids itself, under this lock).
+    channels: HashSet<usize>,
+    /// live ids.
+    ids: HashSet<usize>,
     /// events handed to the user and not yet acked.
     events: HashSet<usize>,
+}
+
+/// An event channel as the library allocates it: the public struct first,
+/// then the number of ids on it (read and written under the registry lock).
+#[repr(C)]
+pub struct ChannelPriv {
+    pub ch: rdma_event_channel,
+    ids: std::cell::Cell<usize>,
+}
+
+impl ChannelPriv {
+    pub fn new(fd: i32) -> Self {
+        ChannelPriv { ch: rdma_event_channel { fd }, ids: std::cell::Cell::new(0) }
+    }
+}
+
+/// The id count of a live channel (the caller holds the registry lock and
+/// has checked that `ch` is in `channels`).
+fn ids_on(ch: *mut rdma_event_channel) -> &'static std::cell::Cell<usize> {
+    // SAFETY: live channels are ChannelPriv allocations (see id.rs).
+    unsafe { &(*(ch as *const ChannelPriv)).ids }
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
@@ -68,48 +86,52 @@ fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
 }
 
 pub fn add_channel(ch: *mut rdma_event_channel) {
-    with(|r| r.channels.insert(ch as usize, 0));
+    with(|r| r.channels.insert(ch as usize));
 }
 
 /// Forget a channel; EBUSY while ids still live on it, EINVAL if unknown.
 pub fn remove_channel(ch: *mut rdma_event_channel) -> Result<()> {
-    with(|r| match r.channels.get(&(ch as usize)) {
-        None => Err(Error::Errno(libc::EINVAL)),
-        Some(&n) if n > 0 => Err(Error::Errno(libc::EBUSY)),
-        Some(_) => {
-            r.channels.remove(&(ch as usize));
-            Ok(())
+    with(|r| {
+        if !r.channels.contains(&(ch as usize)) {
+            return Err(Error::Errno(libc::EINVAL));
         }
+        if ids_on(ch).get() > 0 {
+            return Err(Error::Errno(libc::EBUSY));
+        }
+        r.channels.remove(&(ch as usize));
+        Ok(())
     })
 }
 
 /// The fd of a live channel.
 pub fn channel_fd(ch: *mut rdma_event_channel) -> Result<i32> {
-    if ch.is_null() || !with(|r| r.channels.contains_key(&(ch as usize))) {
+    if ch.is_null() || !with(|r| r.channels.contains(&(ch as usize))) {
         return Err(Error::Errno(libc::EINVAL));
     }
     // SAFETY: a live channel made by this library.
     Ok(unsafe { (*ch).fd })
 }
 
-/// Record a new id with its kernel handle, on its channel.
-pub fn add_id(p: *mut IdPriv, handle: u32, ch: *mut rdma_event_channel) {
+/// Record a new id on its channel; EINVAL (nothing recorded) if the
+/// channel is not live.
+pub fn add_id(p: *mut IdPriv, ch: *mut rdma_event_channel) -> Result<()> {
     with(|r| {
-        r.ids.insert(p as usize, handle);
-        r.handles.insert(handle, p as usize);
-        *r.channels.entry(ch as usize).or_insert(0) += 1;
-    });
+        if ch.is_null() || !r.channels.contains(&(ch as usize)) {
+            return Err(Error::Errno(libc::EINVAL));
+        }
+        r.ids.insert(p as usize);
+        let n = ids_on(ch);
+        n.set(n.get() + 1);
+        Ok(())
+    })
 }
 
 pub fn remove_id(p: *mut IdPriv, ch: *mut rdma_event_channel) {
     with(|r| {
-        if let Some(h) = r.ids.remove(&(p as usize)) {
-            if r.handles.get(&h) == Some(&(p as usize)) {
-                r.handles.remove(&h);
-            }
-        }
-        if let Some(n) = r.channels.get_mut(&(ch as usize)) {
-            *n = n.saturating_sub(1);
+        r.ids.remove(&(p as usize));
+        if r.channels.contains(&(ch as usize)) {
+            let n = ids_on(ch);
+            n.set(n.get().saturating_sub(1));
         }
     });
 }
@@ -117,17 +139,21 @@ pub fn remove_id(p: *mut IdPriv, ch: *mut rdma_event_channel) {
 /// An id moves from one channel to another (`rdma_migrate_id`).
 pub fn move_id(from: *mut rdma_event_channel, to: *mut rdma_event_channel) {
     with(|r| {
-        if let Some(n) = r.channels.get_mut(&(from as usize)) {
-            *n = n.saturating_sub(1);
+        if r.channels.contains(&(from as usize)) {
+            let n = ids_on(from);
+            n.set(n.get().saturating_sub(1));
         }
-        *r.channels.entry(to as usize).or_insert(0) += 1;
+        if r.channels.contains(&(to as usize)) {
+            let n = ids_on(to);
+            n.set(n.get() + 1);
+        }
     });
 }
 
 /// The private part of a live id.
 pub fn id_priv(id: *mut rdma_cm_id) -> Result<&'static IdPriv> {
     let p = id as *mut IdPriv;
-    if id.is_null() || !with(|r| r.ids.contains_key(&(p as usize))) {
+    if id.is_null() || !with(|r| r.ids.contains(&(p as usize))) {
         return Err(Error::Errno(libc::EINVAL));
     }
     // SAFETY: a live id; rdma_cm_id is the first field of IdPriv.
@@ -136,12 +162,19 @@ pub fn id_priv(id: *mut rdma_cm_id) -> Result<&'static IdPriv> {
 
 /// Is this uid (as the kernel echoes it) a live id?
 pub fn live_id(uid: u64) -> Option<*mut IdPriv> {
-    with(|r| r.ids.contains_key(&(uid as usize))).then_some(uid as *mut IdPriv)
+    with(|r| r.ids.contains(&(uid as usize))).then_some(uid as *mut IdPriv)
 }
 
-/// The id owning a kernel handle.
+/// The id owning a kernel handle (events without a uid only: a scan).
 pub fn lookup_handle(handle: u32) -> Option<*mut IdPriv> {
-    with(|r| r.handles.get(&handle).map(|&p| p as *mut IdPriv))
+    // SAFETY: every recorded id is live while the lock is held.
+    with(|r| r.ids.iter().map(|&p| p as *mut IdPriv).find(|&p| unsafe { (*p).handle() } == handle))
+}
+
+/// If `uid` (as the kernel echoes it) is a live id, record `e` as a live
+/// event of it in the same step; false (nothing recorded) otherwise.
+pub fn live_id_add_event(uid: u64, e: *mut rdma_cm_event) -> bool {
+    with(|r| r.ids.contains(&(uid as usize)) && r.events.insert(e as usize))
 }
 
 pub fn add_event(e: *mut rdma_cm_event) {

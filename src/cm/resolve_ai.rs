@@ -74,7 +74,7 @@ pub fn parse_service_id(s: &[u8]) -> Option<u64> {
 fn resolve_sa(idp: &IdPriv, service: Option<&CStr>) -> Result<()> {
     let service = service.ok_or(Error::Errno(libc::EINVAL))?;
     let b = service.to_bytes();
-    ucma::resolve_ib_service(idp.fd(), idp.handle, parse_service_id(b), b)?;
+    ucma::resolve_ib_service(idp.fd(), idp.handle(), parse_service_id(b), b)?;
     id::complete(idp, &[E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u32, E::RDMA_CM_EVENT_ADDRINFO_ERROR as u32])
 }
 
@@ -83,7 +83,7 @@ fn resolve_dns(idp: &IdPriv, node: Option<&CStr>, service: Option<&CStr>, hints:
     // The result exists before the event is read, as upstream.
     idp.lock().resolved_ai = list;
     let arg = E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u64;
-    if let Err(e) = ucma::write_cm_event(idp.fd(), idp.handle, E::RDMA_CM_EVENT_INTERNAL as u32, 0, arg) {
+    if let Err(e) = ucma::write_cm_event(idp.fd(), idp.handle(), E::RDMA_CM_EVENT_INTERNAL as u32, 0, arg) {
         let ai = std::mem::replace(&mut idp.lock().resolved_ai, std::ptr::null_mut());
         getaddrinfo::free_list(ai);
         return Err(e);
@@ -131,7 +131,7 @@ pub fn write_cm_event(idp: &IdPriv, event: u32, status: i32, arg: u64) -> Result
     if event != E::RDMA_CM_EVENT_USER as u32 {
         return Err(Error::Errno(libc::EINVAL));
     }
-    ucma::write_cm_event(idp.fd(), idp.handle, event, status, arg)
+    ucma::write_cm_event(idp.fd(), idp.handle(), event, status, arg)
 }
 
 /// The most service records one query accepts.
@@ -143,7 +143,7 @@ fn query_ib_service(idp: &IdPriv) -> Result<Vec<AddrInfo>> {
     loop {
         let size = 8 + cap * std::mem::size_of::<cmd::ServiceRec>();
         let mut buf = vec![0u64; size.div_ceil(8)];
-        let c = cmd::Query { response: buf.as_mut_ptr() as u64, id: idp.handle, option: cmd::QUERY_IB_SERVICE };
+        let c = cmd::Query { response: buf.as_mut_ptr() as u64, id: idp.handle(), option: cmd::QUERY_IB_SERVICE };
         cmd::write_cmd(idp.fd(), cmd::QUERY, &c, size)?;
         let n = buf[0] as u32 as usize;
         // More records than room: ask again with enough (bounded) room.
