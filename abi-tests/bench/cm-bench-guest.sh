@@ -1,28 +1,34 @@
 #!/usr/bin/env bash
 # cm-bench-guest.sh — (guest side of make bench) CM core per-operation
-# medians, Debian's librdmacm and ours alternating in one boot, 5 rounds of
-# 1000 ids each; the first rdma_create_id of a process; syscalls per id
-# lifecycle (strace, difference of two run lengths).
+# medians, Debian's librdmacm and ours interleaved in one process (see
+# cm_bench.c), 5 processes of 1000 ids each, with the raw kernel floor; the
+# first rdma_create_id of a process; syscalls per id lifecycle (strace,
+# difference of two run lengths).
 set -uo pipefail
 B=build/bench/cm_bench
 OURS=$PWD/build/librdmacm.so.1
+DEB=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
 declare -A sum
 ops=(create_id bind resolve_addr resolve_route destroy)
+# Both libraries in one process, each step interleaved id by id with the
+# other library and with "raw" (the kernel commands upstream issues for the
+# step, written with no library: the floor any library issuing the same
+# commands can reach). 5 processes x 1000 ids; medians of the 5 medians.
 for r in 1 2 3 4 5; do
-	for lib in upstream ours; do
-		e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")
-		line=$(env "${e[@]}" $B ops 1000) || { echo "cm_bench failed ($lib)"; exit 1; }
-		for o in "${ops[@]}"; do
-			v=$(awk -v k="$o" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' <<<"$line")
-			sum[$lib.$o]+="$v "
-		done
+	out=$($B ops 1000 "$DEB" "$OURS") || { echo "cm_bench failed: $out"; exit 1; }
+	for o in "${ops[@]}"; do
+		read -r _ u m w <<<"$(grep "^$o " <<<"$out")"
+		sum[upstream.$o]+="$u "
+		sum[ours.$o]+="$m "
+		sum[raw.$o]+="$w "
 	done
 done
-med() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-printf '%-16s %12s %12s %8s\n' operation "upstream us" "rdmacm-rs us" ratio
+med() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+printf '%-16s %12s %12s %8s %10s %10s\n' operation "upstream us" "rdmacm-rs us" ratio "raw us" "raw/up"
 for o in "${ops[@]}"; do
-	u=$(med <<<"${sum[upstream.$o]}"); m=$(med <<<"${sum[ours.$o]}")
-	printf '%-16s %12s %12s %8s\n' "$o" "$u" "$m" "$(awk -v a="$m" -v b="$u" 'BEGIN { printf "%.2f", a / b }')"
+	u=$(med <<<"${sum[upstream.$o]}"); m=$(med <<<"${sum[ours.$o]}"); w=$(med <<<"${sum[raw.$o]}")
+	printf '%-16s %12s %12s %8s %10s %10s\n' "$o" "$u" "$m" "$(ratio "$m" "$u")" "$w" "$(ratio "$w" "$u")"
 done
 for lib in upstream ours; do
 	e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")
@@ -34,10 +40,11 @@ printf '%-16s %12s %12s %8s\n' "first create_id" "${sum[first.upstream]}" "${sum
 if command -v strace >/dev/null; then
 	for lib in upstream ours; do
 		e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")
-		c1=$(env "${e[@]}" strace -f -c -o /dev/stdout $B ops 100 2>/dev/null | awk '/^100.00|total/ { print $4 }' | tail -n1)
-		c2=$(env "${e[@]}" strace -f -c -o /dev/stdout $B ops 300 2>/dev/null | awk '/^100.00|total/ { print $4 }' | tail -n1)
+		c1=$(env "${e[@]}" strace -f -c -o /dev/stdout $B cycle 100 2>/dev/null | awk '/^100.00|total/ { print $4 }' | tail -n1)
+		c2=$(env "${e[@]}" strace -f -c -o /dev/stdout $B cycle 300 2>/dev/null | awk '/^100.00|total/ { print $4 }' | tail -n1)
 		sum[sys.$lib]=$(( (c2 - c1) / 200 ))
 	done
 	printf '%-16s %12s %12s\n' "syscalls per id" "${sum[sys.upstream]}" "${sum[sys.ours]}"
 fi
-echo "(medians of 5 rounds x 1000 ids, kernel $(uname -r) under qemu TCG; ratio = rdmacm-rs / upstream)"
+echo "(medians of 5 processes x 1000 ids, both libraries and raw interleaved id by id, kernel $(uname -r) under qemu TCG;"
+echo " ratio = rdmacm-rs / upstream; raw = upstream's kernel commands with no library, the floor for the same commands)"

@@ -1,19 +1,38 @@
 /*
  * cm_bench.c — per-operation cost of the CM core (make bench, in the VM).
  *
- *   cm_bench ops N     N ids on one channel: create_id, bind_addr,
- *                      resolve_addr (+ its event), resolve_route (+ event),
- *                      destroy_id; prints the median microseconds of each
- *   cm_bench first     microseconds of the first rdma_create_id of a process
- *                      (library initialisation included)
+ *   cm_bench ops N REF OURS
+ *       Loads two librdmacm builds into one process (dlopen, RTLD_LOCAL:
+ *       the program itself links no librdmacm, so each library keeps its
+ *       own symbols and state) and runs N ids through create_id, bind_addr,
+ *       resolve_addr (+ its event), resolve_route (+ event) and destroy_id,
+ *       interleaved: for each id the step runs once with REF, once with
+ *       OURS and once as "raw" (the kernel commands REF issues for it,
+ *       written straight to /dev/infiniband/rdma_cm with no library), the
+ *       order rotating from id to id. Interleaving cancels the drift of a
+ *       TCG guest's speed, which moves whole-run medians by +-50 %.
+ *       Prints one line per step: median us of REF, OURS, raw.
+ *   cm_bench first
+ *       Microseconds of the first rdma_create_id of a process (library
+ *       initialisation included).
+ *   cm_bench cycle N
+ *       N ids through the five steps, nothing timed (for counting system
+ *       calls with strace).
+ *   "first" and "cycle" use the library the dynamic linker finds for
+ *   librdmacm.so.1 (run them with LD_PRELOAD for ours).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_cma_abi.h>
 
 static double now_us(void)
 {
@@ -34,79 +53,241 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
-static int wait_event(struct rdma_event_channel *ch, int type)
+/* The librdmacm entry points the benchmark uses, from one dlopen'ed copy. */
+struct lib {
+	const char *name;
+	struct rdma_event_channel *(*create_channel)(void);
+	void (*destroy_channel)(struct rdma_event_channel *);
+	int (*create_id)(struct rdma_event_channel *, struct rdma_cm_id **, void *, enum rdma_port_space);
+	int (*bind_addr)(struct rdma_cm_id *, struct sockaddr *);
+	int (*resolve_addr)(struct rdma_cm_id *, struct sockaddr *, struct sockaddr *, int);
+	int (*resolve_route)(struct rdma_cm_id *, int);
+	int (*get_event)(struct rdma_event_channel *, struct rdma_cm_event **);
+	int (*ack_event)(struct rdma_cm_event *);
+	int (*destroy_id)(struct rdma_cm_id *);
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id **ids;
+};
+
+static void *sym(void *h, const char *lib, const char *name)
+{
+	void *p = dlsym(h, name);
+
+	if (!p) {
+		fprintf(stderr, "%s: no %s\n", lib, name);
+		exit(1);
+	}
+	return p;
+}
+
+static void load_from(struct lib *l, void *h, const char *path, int n)
+{
+	l->name = path;
+	l->create_channel = sym(h, path, "rdma_create_event_channel");
+	l->destroy_channel = sym(h, path, "rdma_destroy_event_channel");
+	l->create_id = sym(h, path, "rdma_create_id");
+	l->bind_addr = sym(h, path, "rdma_bind_addr");
+	l->resolve_addr = sym(h, path, "rdma_resolve_addr");
+	l->resolve_route = sym(h, path, "rdma_resolve_route");
+	l->get_event = sym(h, path, "rdma_get_cm_event");
+	l->ack_event = sym(h, path, "rdma_ack_cm_event");
+	l->destroy_id = sym(h, path, "rdma_destroy_id");
+	l->ch = l->create_channel();
+	l->ids = calloc(n, sizeof(*l->ids));
+	if (!l->ch || !l->ids) {
+		fprintf(stderr, "%s: no event channel\n", path);
+		exit(1);
+	}
+}
+
+static void load(struct lib *l, const char *path, int n)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+		exit(1);
+	}
+	load_from(l, h, path, n);
+}
+
+static int lib_wait(struct lib *l, int type)
 {
 	struct rdma_cm_event *ev;
 	int t;
 
-	if (rdma_get_cm_event(ch, &ev))
+	if (l->get_event(l->ch, &ev))
 		return -1;
 	t = ev->event;
-	rdma_ack_cm_event(ev);
+	l->ack_event(ev);
 	return t == type ? 0 : -1;
 }
 
+static struct sockaddr_in src = { .sin_family = AF_INET }, dst = { .sin_family = AF_INET };
+
+/* One step of one id with a library; 0 on success. */
+static int lib_step(struct lib *l, int step, int i)
+{
+	switch (step) {
+	case 0:
+		return l->create_id(l->ch, &l->ids[i], NULL, RDMA_PS_TCP);
+	case 1:
+		return l->bind_addr(l->ids[i], (struct sockaddr *)&src);
+	case 2:
+		return l->resolve_addr(l->ids[i], NULL, (struct sockaddr *)&dst, 2000) ||
+		       lib_wait(l, RDMA_CM_EVENT_ADDR_RESOLVED);
+	case 3:
+		return l->resolve_route(l->ids[i], 2000) || lib_wait(l, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	default:
+		return l->destroy_id(l->ids[i]);
+	}
+}
+
+/* "raw": the reference library's kernel commands for each step, no library. */
+static int raw_fd;
+static uint32_t *raw_ids;
+
+/* Fill the command header inside a ucma_abi_* struct and write it. */
+#define RAW(c, code, out_len)                                                      \
+	((c).cmd = (code), (c).in = sizeof(c) - sizeof(struct ucma_abi_cmd_hdr), \
+	 (c).out = (out_len), write(raw_fd, &(c), sizeof(c)) == (ssize_t)sizeof(c) ? 0 : -1)
+
+static int raw_query(uint32_t id, uint32_t option)
+{
+	static char resp[sizeof(struct ucma_abi_query_path_resp) + 6 * sizeof(struct ibv_path_data)];
+	struct ucma_abi_query q = { .response = (uintptr_t)resp, .id = id, .option = option };
+
+	return RAW(q, UCMA_CMD_QUERY, option == UCMA_QUERY_PATH ? sizeof(resp) : sizeof(struct ucma_abi_query_addr_resp));
+}
+
+static int raw_event(void)
+{
+	struct ucma_abi_event_resp r;
+	struct ucma_abi_get_event g = { .response = (uintptr_t)&r };
+
+	return RAW(g, UCMA_CMD_GET_EVENT, sizeof(r));
+}
+
+static int raw_step(int step, int i)
+{
+	switch (step) {
+	case 0: {
+		struct ucma_abi_create_id_resp r;
+		/* uid 0 would make the kernel drop the id's events */
+		struct ucma_abi_create_id c = {
+			.uid = i + 1, .response = (uintptr_t)&r, .ps = RDMA_PS_TCP, .qp_type = IBV_QPT_RC };
+
+		if (RAW(c, UCMA_CMD_CREATE_ID, sizeof(r)))
+			return -1;
+		raw_ids[i] = r.id;
+		return 0;
+	}
+	case 1: {
+		struct ucma_abi_bind b = { .id = raw_ids[i], .addr_size = sizeof(src) };
+
+		memcpy(&b.addr, &src, sizeof(src));
+		return RAW(b, UCMA_CMD_BIND, 0) || raw_query(raw_ids[i], UCMA_QUERY_ADDR) ||
+		       raw_query(raw_ids[i], UCMA_QUERY_GID);
+	}
+	case 2: {
+		struct ucma_abi_resolve_addr r = { .id = raw_ids[i], .timeout_ms = 2000, .dst_size = sizeof(dst) };
+
+		memcpy(&r.dst_addr, &dst, sizeof(dst));
+		return RAW(r, UCMA_CMD_RESOLVE_ADDR, 0) || raw_event() || raw_query(raw_ids[i], UCMA_QUERY_ADDR) ||
+		       raw_query(raw_ids[i], UCMA_QUERY_GID);
+	}
+	case 3: {
+		struct ucma_abi_resolve_route r = { .id = raw_ids[i], .timeout_ms = 2000 };
+
+		return RAW(r, UCMA_CMD_RESOLVE_ROUTE, 0) || raw_event() || raw_query(raw_ids[i], UCMA_QUERY_PATH);
+	}
+	default: {
+		struct ucma_abi_destroy_id_resp r;
+		struct ucma_abi_destroy_id d = { .response = (uintptr_t)&r, .id = raw_ids[i] };
+
+		return RAW(d, UCMA_CMD_DESTROY_ID, sizeof(r));
+	}
+	}
+}
+
+static const char *const step_names[] = { "create_id", "bind", "resolve_addr", "resolve_route", "destroy" };
+
 int main(int argc, char **argv)
 {
-	struct sockaddr_in src = { .sin_family = AF_INET }, dst = { .sin_family = AF_INET, .sin_port = htons(7471) };
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id **ids;
-	double *t[5], s;
-	int n, i;
+	struct lib libs[2];
+	double *t[5][3];
+	int n, i, s, k;
 
 	inet_pton(AF_INET, "192.0.2.1", &src.sin_addr);
 	inet_pton(AF_INET, "192.0.2.1", &dst.sin_addr);
+	dst.sin_port = htons(7471);
 	if (argc == 2 && !strcmp(argv[1], "first")) {
+		int (*create)(struct rdma_event_channel *, struct rdma_cm_id **, void *, enum rdma_port_space);
+		int (*destroy)(struct rdma_cm_id *);
 		struct rdma_cm_id *id;
-		s = now_us();
-		if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP))
+		double t0;
+
+		/* the library the dynamic linker would give a program */
+		void *h = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_GLOBAL);
+
+		if (!h)
 			return 1;
-		printf("first_create_id %.1f\n", now_us() - s);
-		rdma_destroy_id(id);
+		create = sym(h, "librdmacm.so.1", "rdma_create_id");
+		destroy = sym(h, "librdmacm.so.1", "rdma_destroy_id");
+		t0 = now_us();
+		if (create(NULL, &id, NULL, RDMA_PS_TCP))
+			return 1;
+		printf("first_create_id %.1f\n", now_us() - t0);
+		destroy(id);
 		return 0;
 	}
-	if (argc != 3 || strcmp(argv[1], "ops"))
+	if (argc == 3 && !strcmp(argv[1], "cycle")) {
+		void *h = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_GLOBAL);
+
+		if (!h)
+			return 1;
+		n = atoi(argv[2]);
+		load_from(&libs[0], h, "librdmacm.so.1", n);
+		for (s = 0; s < 5; s++)
+			for (i = 0; i < n; i++)
+				if (lib_step(&libs[0], s, i))
+					return 1;
+		return 0;
+	}
+	if (argc != 5 || strcmp(argv[1], "ops"))
 		return 2;
 	n = atoi(argv[2]);
-	ch = rdma_create_event_channel();
-	ids = calloc(n, sizeof(*ids));
-	for (i = 0; i < 5; i++)
-		t[i] = calloc(n, sizeof(double));
-	if (!ch || !ids)
+	load(&libs[0], argv[3], n);
+	load(&libs[1], argv[4], n);
+	raw_fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC);
+	raw_ids = calloc(n, sizeof(*raw_ids));
+	if (raw_fd < 0 || !raw_ids)
 		return 1;
-	for (i = 0; i < n; i++) {
-		s = now_us();
-		if (rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP))
-			return 1;
-		t[0][i] = now_us() - s;
+	for (s = 0; s < 5; s++)
+		for (k = 0; k < 3; k++)
+			t[s][k] = calloc(n, sizeof(double));
+	for (s = 0; s < 5; s++) {
+		for (i = 0; i < n; i++) {
+			for (int j = 0; j < 3; j++) {
+				double t0;
+				int rc;
+
+				k = (i + j) % 3;
+				t0 = now_us();
+				rc = k < 2 ? lib_step(&libs[k], s, i) : raw_step(s, i);
+				t[s][k][i] = now_us() - t0;
+				if (rc) {
+					fprintf(stderr, "%s failed for id %d with %s\n", step_names[s], i,
+						k < 2 ? libs[k].name : "raw");
+					return 1;
+				}
+			}
+		}
 	}
-	for (i = 0; i < n; i++) {
-		s = now_us();
-		if (rdma_bind_addr(ids[i], (struct sockaddr *)&src))
-			return 1;
-		t[1][i] = now_us() - s;
-	}
-	for (i = 0; i < n; i++) {
-		s = now_us();
-		if (rdma_resolve_addr(ids[i], NULL, (struct sockaddr *)&dst, 2000) ||
-		    wait_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED))
-			return 1;
-		t[2][i] = now_us() - s;
-	}
-	for (i = 0; i < n; i++) {
-		s = now_us();
-		if (rdma_resolve_route(ids[i], 2000) || wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED))
-			return 1;
-		t[3][i] = now_us() - s;
-	}
-	for (i = 0; i < n; i++) {
-		s = now_us();
-		if (rdma_destroy_id(ids[i]))
-			return 1;
-		t[4][i] = now_us() - s;
-	}
-	printf("create_id %.1f bind %.1f resolve_addr %.1f resolve_route %.1f destroy %.1f\n", median(t[0], n),
-	       median(t[1], n), median(t[2], n), median(t[3], n), median(t[4], n));
-	rdma_destroy_event_channel(ch);
+	for (s = 0; s < 5; s++)
+		printf("%s %.2f %.2f %.2f\n", step_names[s], median(t[s][0], n), median(t[s][1], n),
+		       median(t[s][2], n));
+	libs[0].destroy_channel(libs[0].ch);
+	libs[1].destroy_channel(libs[1].ch);
 	return 0;
 }
