@@ -40,6 +40,7 @@ bash abi-tests/vm/setup.sh >/dev/null
 cc -O2 -o "$out/cm_bench" abi-tests/bench/cm_bench.c
 echo
 echo "CM core per operation, then cmtime's steps (soft-RoCE guest, one boot):"
-bash abi-tests/vm/run.sh --kernel 6.1 --timeout 580 -- \
-	bash -c 'bash abi-tests/bench/cm-bench-guest.sh; echo; bash abi-tests/bench/cmtime-bench-guest.sh' |
+bash abi-tests/vm/run.sh --kernel 6.1 --timeout 900 -- \
+	bash -c 'bash abi-tests/bench/cm-bench-guest.sh; echo; bash abi-tests/bench/cmtime-bench-guest.sh;
+		echo; CONNS=1000 ROUNDS=3 bash abi-tests/bench/cmtime-bench-guest.sh' |
 	grep -v 'reboot: Power down'

@@ -2,11 +2,11 @@
 # cmtime-bench-guest.sh — (guest side of make bench) rdma-core's cmtime, 100
 # connections over the guest's soft-RoCE device, server and client with
 # Debian's librdmacm ("upstream") and with ours (LD_PRELOAD), alternating,
-# ROUNDS rounds each (default 5): the median of cmtime's per-connection
+# ROUNDS rounds each (default 7): the median of cmtime's per-connection
 # time (us / conn) for each step, and the ratio ours / upstream.
 set -uo pipefail
 OURS=$PWD/build/librdmacm.so.1
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-7}
 CONNS=${CONNS:-100}
 declare -A vals
 steps=()
@@ -43,10 +43,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	done
 done
 med() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-printf '%-16s %14s %14s %8s\n' "cmtime step" "upstream us" "rdmacm-rs us" ratio
+range() { tr ' ' '\n' | grep . | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'; }
+printf '%-16s %12s %12s %8s %14s %14s\n' "cmtime step" "upstream us" "rdmacm-rs us" ratio "upstream range" "ours range"
 for s in "${steps[@]}"; do
 	u=$(med <<<"${vals[upstream.$s]}"); m=$(med <<<"${vals[ours.$s]}")
-	printf '%-16s %14s %14s %8s\n' "${s//_/ }" "$u" "$m" "$(awk -v a="$m" -v b="$u" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+	printf '%-16s %12s %12s %8s %14s %14s\n' "${s//_/ }" "$u" "$m" "$(awk -v a="$m" -v b="$u" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
+		"$(range <<<"${vals[upstream.$s]}")" "$(range <<<"${vals[ours.$s]}")"
 	[ -n "${BENCH_RAW:-}" ] && echo "    upstream: ${vals[upstream.$s]}| ours: ${vals[ours.$s]}"
 done
 echo "(us per connection, medians of $ROUNDS rounds x $CONNS connections, client side, kernel $(uname -r) under qemu TCG)"
