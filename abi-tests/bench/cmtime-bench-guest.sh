@@ -13,7 +13,8 @@ steps=()
 wait_listen() {
 	local i
 	for ((i = 0; i < 100; i++)); do
-		rdma res show cm_id 2>/dev/null | grep -q "comm cmtime.*state LISTEN\|state LISTEN.*comm cmtime" && return 0
+		# (LISTEN shows before the kernel's IB CM listens: a moment more)
+		rdma res show cm_id 2>/dev/null | grep -q "comm cmtime.*state LISTEN\|state LISTEN.*comm cmtime" && sleep 0.3 && return 0
 		sleep 0.1
 	done
 }

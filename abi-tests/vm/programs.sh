@@ -176,7 +176,14 @@ wait_server() { # server-command server-pid
 					_nap 1
 					return 0
 				fi
-				[[ $line == *"state LISTEN "* ]] && return 0
+				if [[ $line == *"state LISTEN "* ]]; then
+					# The kernel's rdma_listen shows LISTEN before the IB CM
+					# listens (a wildcard listener: on every device); a
+					# request in between is rejected (invalid service id,
+					# seen once on 7.3 with Debian's library): a moment more.
+					_nap 0.3
+					return 0
+				fi
 			done <<<"$out"
 		fi
 		_nap 0.2

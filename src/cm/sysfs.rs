@@ -146,6 +146,47 @@ pub fn ports() -> Vec<PortInfo> {
     out
 }
 
+/// The libibverbs provider (the NAME of `libNAME-rdmavN.so`) an RDMA
+/// device most likely needs, from sysfs alone. Software devices (rxe, siw)
+/// carry a `parent` attribute naming their netdev and differ in node type
+/// (1: CA for rxe, 4: RNIC for siw); a hardware device is known by the
+/// kernel driver bound to its parent device. None when unsure. Only a hint:
+/// see `device::preload_providers`.
+pub fn provider_hint_at(root: &Path, ibdev: &str) -> Option<&'static str> {
+    let d = root.join("class/infiniband").join(ibdev);
+    if d.join("parent").exists() {
+        return match read_attr(&d.join("node_type")).map(|t| parse_long_prefix(&t)) {
+            Some(1) => Some("rxe"),
+            Some(4) => Some("siw"),
+            _ => None,
+        };
+    }
+    let drv = std::fs::read_link(d.join("device/driver")).ok()?;
+    let drv = drv.file_name()?.to_str()?;
+    // "mlx5_ib.rdma" (an auxiliary driver), "ib_qib", "iw_cxgb4", "qede"...
+    let m = drv.split('.').next()?;
+    let m = m.strip_prefix("ib_").or_else(|| m.strip_prefix("iw_")).unwrap_or(m);
+    const TABLE: [(&str, &str); 16] = [
+        ("mlx5", "mlx5"),
+        ("mlx4", "mlx4"),
+        ("hfi1", "hfi1verbs"),
+        ("qib", "ipathverbs"),
+        ("efa", "efa"),
+        ("irdma", "irdma"),
+        ("bnxt", "bnxt_re"),
+        ("qed", "qedr"),
+        ("hns", "hns"),
+        ("erdma", "erdma"),
+        ("mana", "mana"),
+        ("cxgb4", "cxgb4"),
+        ("mthca", "mthca"),
+        ("ocrdma", "ocrdma"),
+        ("be2net", "ocrdma"),
+        ("vmw_pvrdma", "vmw_pvrdma"),
+    ];
+    TABLE.iter().find(|(k, _)| m.starts_with(k)).map(|&(_, v)| v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +221,45 @@ mod tests {
         let found = verbs_devices_at(&t, &cdev);
         assert_eq!(found, vec![SysfsDevice { uverbs: "uverbs0".into(), ibdev: "rxe0".into() }]);
         assert!(verbs_devices_at(&t.join("nothing"), &cdev).is_empty());
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn provider_hints() {
+        let t = std::env::temp_dir().join(format!("rdmacm-hint-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&t);
+        let ib = t.join("class/infiniband");
+        let soft = |name: &str, node: &str| {
+            fs::create_dir_all(ib.join(name)).unwrap();
+            fs::write(ib.join(name).join("parent"), b"d0\n").unwrap();
+            fs::write(ib.join(name).join("node_type"), node).unwrap();
+        };
+        soft("rxe0", "1: CA\n");
+        soft("siw0", "4: RNIC\n");
+        soft("odd0", "2: switch\n");
+        let hw = |name: &str, driver: &str| {
+            fs::create_dir_all(ib.join(name).join("device")).unwrap();
+            let target = t.join("bus/drivers").join(driver);
+            fs::create_dir_all(&target).unwrap();
+            std::os::unix::fs::symlink(&target, ib.join(name).join("device/driver")).unwrap();
+        };
+        hw("mlx5_0", "mlx5_core");
+        hw("mlx5_1", "mlx5_ib.rdma");
+        hw("qib0", "ib_qib");
+        hw("cxgb4_0", "iw_cxgb4");
+        hw("nic0", "e1000e");
+        fs::create_dir_all(ib.join("bare0")).unwrap();
+        let h = |n: &str| provider_hint_at(&t, n);
+        assert_eq!(h("rxe0"), Some("rxe"));
+        assert_eq!(h("siw0"), Some("siw"));
+        assert_eq!(h("odd0"), None);
+        assert_eq!(h("mlx5_0"), Some("mlx5"));
+        assert_eq!(h("mlx5_1"), Some("mlx5"));
+        assert_eq!(h("qib0"), Some("ipathverbs"));
+        assert_eq!(h("cxgb4_0"), Some("cxgb4"));
+        assert_eq!(h("nic0"), None);
+        assert_eq!(h("bare0"), None);
+        assert_eq!(h("missing"), None);
         fs::remove_dir_all(&t).unwrap();
     }
 }
