@@ -347,17 +347,22 @@ fn ip2gid(a: &libc::sockaddr_storage) -> Option<[u8; 16]> {
     Some(g)
 }
 
-/// Whether the id's port speaks RoCE (InfiniBand transport over an
-/// Ethernet link layer), from what was read when its device was opened.
-fn on_roce_port(idp: &IdPriv) -> bool {
+/// The link layer of the id's port, as read when its device was opened.
+pub fn link_layer(idp: &IdPriv) -> Option<i32> {
     let d = idp.dev.load(Ordering::Acquire);
     let port = idp.id().port_num as usize;
-    if d.is_null() || port == 0 || transport(idp) != Some(crate::verbs::IBV_TRANSPORT_IB) {
-        return false;
+    if d.is_null() || port == 0 {
+        return None;
     }
     // SAFETY: the id holds a reference on its device; link_layers is fixed
     // once the device is open.
-    unsafe { (&(*d).link_layers).get(port - 1).copied() == Some(crate::verbs::IBV_LINK_LAYER_ETHERNET) }
+    unsafe { (&(*d).link_layers).get(port - 1).copied() }
+}
+
+/// Whether the id's port speaks RoCE (InfiniBand transport over an
+/// Ethernet link layer).
+fn on_roce_port(idp: &IdPriv) -> bool {
+    transport(idp) == Some(crate::verbs::IBV_TRANSPORT_IB) && link_layer(idp) == Some(crate::verbs::IBV_LINK_LAYER_ETHERNET)
 }
 
 /// Source and destination GIDs after `query_addr`. Where the kernel's
@@ -370,8 +375,8 @@ pub fn fill_gids(idp: &IdPriv) -> Result<()> {
     // SAFETY: the storage members of the address unions are plain bytes.
     let (src, dst) = unsafe { (&id.route.addr.src.src_storage, &id.route.addr.dst.dst_storage) };
     let gids = if idp.dev.load(Ordering::Acquire).is_null() {
-        let unset = |a: &libc::sockaddr_storage| a.ss_family as i32 != libc::AF_IB;
-        (unset(src) && unset(dst)).then_some(([0u8; 16], [0u8; 16]))
+        let not_ib = |a: &libc::sockaddr_storage| a.ss_family as i32 != libc::AF_IB;
+        (not_ib(src) && not_ib(dst)).then_some(([0u8; 16], [0u8; 16]))
     } else if on_roce_port(idp) {
         ip2gid(src).zip(ip2gid(dst))
     } else {

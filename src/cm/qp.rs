@@ -56,12 +56,7 @@ pub fn to_rtr(idp: &IdPriv, resp_res: u8) -> Result<()> {
     let mut a = ibv_qp_attr::state(verbs::IBV_QPS_RTR);
     let mut mask = init_qp_attr(idp, &mut a)?;
     // On InfiniBand ports the kernel may set RoCE-only mask bits (21–23).
-    let d = idp.dev.load(Ordering::Acquire);
-    let port = idp.id().port_num as usize;
-    // SAFETY: the id holds a reference on its device; link_layers is fixed
-    // once the device is open.
-    let ll = (!d.is_null() && port > 0).then(|| unsafe { (&(*d).link_layers).get(port - 1).copied() }).flatten();
-    if ll == Some(verbs::IBV_LINK_LAYER_INFINIBAND) {
+    if super::id::link_layer(idp) == Some(verbs::IBV_LINK_LAYER_INFINIBAND) {
         mask &= !0xe0_0000;
     }
     if resp_res != RDMA_MAX_RESP_RES as u8 {
