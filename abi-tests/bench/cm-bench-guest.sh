@@ -36,7 +36,7 @@ for lib in upstream ours; do
 	sum[first.$lib]=$(med <<<"$f")
 done
 printf '%-16s %12s %12s %8s\n' "first create_id" "${sum[first.upstream]}" "${sum[first.ours]}" \
-	"$(awk -v a="${sum[first.ours]}" -v b="${sum[first.upstream]}" 'BEGIN { printf "%.2f", a / b }')"
+	"$(ratio "${sum[first.ours]}" "${sum[first.upstream]}")"
 if command -v strace >/dev/null; then
 	for lib in upstream ours; do
 		e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")

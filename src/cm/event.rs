@@ -237,10 +237,6 @@ pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
             registry::add_event(p);
             q
         };
-        // Dropping an event after it was recorded as live.
-        let discard = |e: *mut rdma_cm_event| {
-            registry::take_event(e);
-        };
         // SAFETY: a live id; it cannot be freed before this event is acked.
         let idp = unsafe { &*idp_ptr };
         ev.id_priv = idp_ptr;
@@ -262,14 +258,14 @@ pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
             x if x == E::RDMA_CM_EVENT_CONNECT_REQUEST as u32 => {
                 copy_params(&mut ev, idp, &resp);
                 if process_conn_req(&mut ev, idp, &resp).is_err() {
-                    discard(p);
+                    registry::take_event(p); // recorded as live above
                     continue;
                 }
             }
             x if x == E::RDMA_CM_EVENT_CONNECT_RESPONSE as u32 => process_conn_resp(&mut ev, idp, &resp),
             x if x == E::RDMA_CM_EVENT_REJECTED as u32 || x == E::RDMA_CM_EVENT_DISCONNECTED as u32 => {
                 if idp.lock().connect_error {
-                    discard(p);
+                    registry::take_event(p); // recorded as live above
                     idp.complete_event();
                     continue;
                 }
@@ -300,7 +296,7 @@ pub fn get_event(ch: *mut rdma_event_channel) -> Result<*mut rdma_cm_event> {
                     // Upstream returns EBADE and leaks the event, so
                     // rdma_destroy_id hangs; an internal event that is not
                     // ours is dropped and counted as acked.
-                    discard(p);
+                    registry::take_event(p); // recorded as live above
                     idp.complete_event();
                     continue;
                 }

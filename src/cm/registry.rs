@@ -67,11 +67,20 @@ impl ChannelPriv {
     }
 }
 
-/// The id count of a live channel (the caller holds the registry lock and
-/// has checked that `ch` is in `channels`).
-fn ids_on(ch: *mut rdma_event_channel) -> &'static std::cell::Cell<usize> {
-    // SAFETY: live channels are ChannelPriv allocations (see id.rs).
-    unsafe { &(*(ch as *const ChannelPriv)).ids }
+impl Registry {
+    /// The id count of `ch` if it is a live channel (under the lock).
+    fn ids_on(&self, ch: *mut rdma_event_channel) -> Option<&std::cell::Cell<usize>> {
+        // SAFETY: live channels are ChannelPriv allocations (see id.rs),
+        // freed only after remove_channel took them out of the set.
+        self.channels.contains(&(ch as usize)).then(|| unsafe { &(*(ch as *const ChannelPriv)).ids })
+    }
+
+    /// One id more (+1) or less (-1) on `ch`, if it is live.
+    fn count(&self, ch: *mut rdma_event_channel, delta: isize) {
+        if let Some(n) = self.ids_on(ch) {
+            n.set(n.get().saturating_add_signed(delta));
+        }
+    }
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
@@ -91,15 +100,13 @@ pub fn add_channel(ch: *mut rdma_event_channel) {
 
 /// Forget a channel; EBUSY while ids still live on it, EINVAL if unknown.
 pub fn remove_channel(ch: *mut rdma_event_channel) -> Result<()> {
-    with(|r| {
-        if !r.channels.contains(&(ch as usize)) {
-            return Err(Error::Errno(libc::EINVAL));
+    with(|r| match r.ids_on(ch).map(|n| n.get()) {
+        None => Err(Error::Errno(libc::EINVAL)),
+        Some(n) if n > 0 => Err(Error::Errno(libc::EBUSY)),
+        Some(_) => {
+            r.channels.remove(&(ch as usize));
+            Ok(())
         }
-        if ids_on(ch).get() > 0 {
-            return Err(Error::Errno(libc::EBUSY));
-        }
-        r.channels.remove(&(ch as usize));
-        Ok(())
     })
 }
 
@@ -116,12 +123,11 @@ pub fn channel_fd(ch: *mut rdma_event_channel) -> Result<i32> {
 /// channel is not live.
 pub fn add_id(p: *mut IdPriv, ch: *mut rdma_event_channel) -> Result<()> {
     with(|r| {
-        if ch.is_null() || !r.channels.contains(&(ch as usize)) {
+        if ch.is_null() || r.ids_on(ch).is_none() {
             return Err(Error::Errno(libc::EINVAL));
         }
         r.ids.insert(p as usize);
-        let n = ids_on(ch);
-        n.set(n.get() + 1);
+        r.count(ch, 1);
         Ok(())
     })
 }
@@ -129,24 +135,15 @@ pub fn add_id(p: *mut IdPriv, ch: *mut rdma_event_channel) -> Result<()> {
 pub fn remove_id(p: *mut IdPriv, ch: *mut rdma_event_channel) {
     with(|r| {
         r.ids.remove(&(p as usize));
-        if r.channels.contains(&(ch as usize)) {
-            let n = ids_on(ch);
-            n.set(n.get().saturating_sub(1));
-        }
+        r.count(ch, -1);
     });
 }
 
 /// An id moves from one channel to another (`rdma_migrate_id`).
 pub fn move_id(from: *mut rdma_event_channel, to: *mut rdma_event_channel) {
     with(|r| {
-        if r.channels.contains(&(from as usize)) {
-            let n = ids_on(from);
-            n.set(n.get().saturating_sub(1));
-        }
-        if r.channels.contains(&(to as usize)) {
-            let n = ids_on(to);
-            n.set(n.get() + 1);
-        }
+        r.count(from, -1);
+        r.count(to, 1);
     });
 }
 
@@ -158,11 +155,6 @@ pub fn id_priv(id: *mut rdma_cm_id) -> Result<&'static IdPriv> {
     }
     // SAFETY: a live id; rdma_cm_id is the first field of IdPriv.
     Ok(unsafe { &*p })
-}
-
-/// Is this uid (as the kernel echoes it) a live id?
-pub fn live_id(uid: u64) -> Option<*mut IdPriv> {
-    with(|r| r.ids.contains(&(uid as usize))).then_some(uid as *mut IdPriv)
 }
 
 /// The id owning a kernel handle (events without a uid only: a scan).
