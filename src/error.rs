@@ -13,6 +13,17 @@ pub enum Error {
 }
 
 impl Error {
+    pub const NOMEM: Error = Error::Errno(libc::ENOMEM);
+    pub const INVAL: Error = Error::Errno(libc::EINVAL);
+
+    /// The negative errno an event's status carries for this failure.
+    pub fn neg_status(self) -> i32 {
+        match self {
+            Error::Errno(n) => -n,
+            Error::Eai(_) => -libc::EIO,
+        }
+    }
+
     /// The errno of the calling thread right now, as an error.
     pub fn last_os() -> Error {
         Error::Errno(errno())

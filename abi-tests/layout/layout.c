@@ -80,8 +80,23 @@ int main(void)
 	S(ibv_device);
 	F(ibv_device, node_type); F(ibv_device, transport_type); F(ibv_device, name);
 	F(ibv_device, dev_name); F(ibv_device, dev_path); F(ibv_device, ibdev_path);
-	F(ibv_device_attr, max_qp_wr); F(ibv_device_attr, max_qp_rd_atom);
-	F(ibv_device_attr, max_qp_init_rd_atom); F(ibv_device_attr, phys_port_cnt);
+	S(ibv_device_attr);
+	F(ibv_device_attr, fw_ver); F(ibv_device_attr, node_guid); F(ibv_device_attr, sys_image_guid);
+	F(ibv_device_attr, max_mr_size); F(ibv_device_attr, page_size_cap); F(ibv_device_attr, vendor_id);
+	F(ibv_device_attr, vendor_part_id); F(ibv_device_attr, hw_ver); F(ibv_device_attr, max_qp);
+	F(ibv_device_attr, max_qp_wr); F(ibv_device_attr, device_cap_flags); F(ibv_device_attr, max_sge);
+	F(ibv_device_attr, max_sge_rd); F(ibv_device_attr, max_cq); F(ibv_device_attr, max_cqe);
+	F(ibv_device_attr, max_mr); F(ibv_device_attr, max_pd); F(ibv_device_attr, max_qp_rd_atom);
+	F(ibv_device_attr, max_ee_rd_atom); F(ibv_device_attr, max_res_rd_atom);
+	F(ibv_device_attr, max_qp_init_rd_atom); F(ibv_device_attr, max_ee_init_rd_atom);
+	F(ibv_device_attr, atomic_cap); F(ibv_device_attr, max_ee); F(ibv_device_attr, max_rdd);
+	F(ibv_device_attr, max_mw); F(ibv_device_attr, max_raw_ipv6_qp); F(ibv_device_attr, max_raw_ethy_qp);
+	F(ibv_device_attr, max_mcast_grp); F(ibv_device_attr, max_mcast_qp_attach);
+	F(ibv_device_attr, max_total_mcast_qp_attach); F(ibv_device_attr, max_ah); F(ibv_device_attr, max_fmr);
+	F(ibv_device_attr, max_map_per_fmr); F(ibv_device_attr, max_srq); F(ibv_device_attr, max_srq_wr);
+	F(ibv_device_attr, max_srq_sge); F(ibv_device_attr, max_pkeys); F(ibv_device_attr, local_ca_ack_delay);
+	F(ibv_device_attr, phys_port_cnt);
+	/* Prefix mirrors (read through pointers only): fields, no size. */
 	F(ibv_context, device);
 	/* libibverbs structs passed through rdma_create_qp(_ex), rdma_create_srq(_ex),
 	 * rdma_init_qp_attr and the ECE calls. */
@@ -109,11 +124,18 @@ int main(void)
 	S(ibv_ece);
 	F(ibv_ece, vendor_id); F(ibv_ece, options); F(ibv_ece, comp_mask);
 	S(ibv_qp_attr);
-	F(ibv_qp_attr, qp_state); F(ibv_qp_attr, qkey); F(ibv_qp_attr, sq_psn);
-	F(ibv_qp_attr, max_rd_atomic); F(ibv_qp_attr, max_dest_rd_atomic);
-	F(ibv_qp, context); F(ibv_qp, pd); F(ibv_qp, send_cq); F(ibv_qp, recv_cq); F(ibv_qp, srq); F(ibv_qp, qp_num);
-	F(ibv_pd, context);
-	F(ibv_cq, cq_context);
+	F(ibv_qp_attr, qp_state); F(ibv_qp_attr, cur_qp_state); F(ibv_qp_attr, path_mtu);
+	F(ibv_qp_attr, path_mig_state); F(ibv_qp_attr, qkey); F(ibv_qp_attr, rq_psn); F(ibv_qp_attr, sq_psn);
+	F(ibv_qp_attr, dest_qp_num); F(ibv_qp_attr, qp_access_flags); F(ibv_qp_attr, cap);
+	F(ibv_qp_attr, ah_attr); F(ibv_qp_attr, alt_ah_attr); F(ibv_qp_attr, pkey_index);
+	F(ibv_qp_attr, alt_pkey_index); F(ibv_qp_attr, en_sqd_async_notify); F(ibv_qp_attr, sq_draining);
+	F(ibv_qp_attr, max_rd_atomic); F(ibv_qp_attr, max_dest_rd_atomic); F(ibv_qp_attr, min_rnr_timer);
+	F(ibv_qp_attr, port_num); F(ibv_qp_attr, timeout); F(ibv_qp_attr, retry_cnt); F(ibv_qp_attr, rnr_retry);
+	F(ibv_qp_attr, alt_port_num); F(ibv_qp_attr, alt_timeout); F(ibv_qp_attr, rate_limit);
+	F(ibv_qp, context); F(ibv_qp, qp_context); F(ibv_qp, pd); F(ibv_qp, send_cq); F(ibv_qp, recv_cq);
+	F(ibv_qp, srq); F(ibv_qp, handle); F(ibv_qp, qp_num); F(ibv_qp, state); F(ibv_qp, qp_type);
+	F(ibv_pd, context); F(ibv_pd, handle);
+	F(ibv_cq, context); F(ibv_cq, channel); F(ibv_cq, cq_context); F(ibv_cq, handle); F(ibv_cq, cqe);
 	S(ibv_ah_attr);
 	F(ibv_ah_attr, grh); F(ibv_ah_attr, dlid); F(ibv_ah_attr, sl); F(ibv_ah_attr, src_path_bits);
 	F(ibv_ah_attr, static_rate); F(ibv_ah_attr, is_global); F(ibv_ah_attr, port_num);

@@ -270,22 +270,6 @@ int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
 
 int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
 
-int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context);
-
-int rdma_join_multicast_ex(struct rdma_cm_id *id,
-                           struct rdma_cm_join_mc_attr_ex *mc_join_attr,
-                           void *context);
-
-int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr);
-
-int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask);
-
-int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr);
-
-int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr);
-
-void rdma_destroy_qp(struct rdma_cm_id *id);
-
 struct ibv_context **rdma_get_devices(int *num_devices);
 
 void rdma_free_devices(struct ibv_context **list);
@@ -313,6 +297,22 @@ int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event);
 uint16_t rdma_get_src_port(struct rdma_cm_id *id);
 
 uint16_t rdma_get_dst_port(struct rdma_cm_id *id);
+
+int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context);
+
+int rdma_join_multicast_ex(struct rdma_cm_id *id,
+                           struct rdma_cm_join_mc_attr_ex *mc_join_attr,
+                           void *context);
+
+int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr);
+
+int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask);
+
+int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr);
+
+int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr);
+
+void rdma_destroy_qp(struct rdma_cm_id *id);
 
 #ifdef __cplusplus
 } // extern "C"

@@ -14,7 +14,9 @@
 use libc::{c_char, c_int, c_void, size_t, sockaddr, sockaddr_in, sockaddr_in6, sockaddr_storage, socklen_t};
 
 pub mod ib;
+pub mod verbs;
 pub use ib::*;
+pub use verbs::*;
 
 /// `AF_IB` / `PF_IB`: glibc does not define it, `<infiniband/ib.h>` does.
 pub const AF_IB: c_int = 27;
@@ -49,6 +51,69 @@ pub enum rdma_cm_event_type {
     RDMA_CM_EVENT_ADDRINFO_ERROR = 17,
     RDMA_CM_EVENT_USER = 18,
     RDMA_CM_EVENT_INTERNAL = 19,
+}
+
+impl rdma_cm_event_type {
+    /// Every event type, in value order (the value is the index).
+    pub const ALL: [rdma_cm_event_type; 20] = {
+        use rdma_cm_event_type::*;
+        [
+            RDMA_CM_EVENT_ADDR_RESOLVED,
+            RDMA_CM_EVENT_ADDR_ERROR,
+            RDMA_CM_EVENT_ROUTE_RESOLVED,
+            RDMA_CM_EVENT_ROUTE_ERROR,
+            RDMA_CM_EVENT_CONNECT_REQUEST,
+            RDMA_CM_EVENT_CONNECT_RESPONSE,
+            RDMA_CM_EVENT_CONNECT_ERROR,
+            RDMA_CM_EVENT_UNREACHABLE,
+            RDMA_CM_EVENT_REJECTED,
+            RDMA_CM_EVENT_ESTABLISHED,
+            RDMA_CM_EVENT_DISCONNECTED,
+            RDMA_CM_EVENT_DEVICE_REMOVAL,
+            RDMA_CM_EVENT_MULTICAST_JOIN,
+            RDMA_CM_EVENT_MULTICAST_ERROR,
+            RDMA_CM_EVENT_ADDR_CHANGE,
+            RDMA_CM_EVENT_TIMEWAIT_EXIT,
+            RDMA_CM_EVENT_ADDRINFO_RESOLVED,
+            RDMA_CM_EVENT_ADDRINFO_ERROR,
+            RDMA_CM_EVENT_USER,
+            RDMA_CM_EVENT_INTERNAL,
+        ]
+    };
+
+    /// The enumerator's name as `rdma_event_str` prints it; USER and
+    /// INTERNAL have none there (upstream prints "UNKNOWN EVENT" for them).
+    pub fn name(self) -> Option<&'static std::ffi::CStr> {
+        use rdma_cm_event_type::*;
+        Some(match self {
+            RDMA_CM_EVENT_ADDR_RESOLVED => cstr!("RDMA_CM_EVENT_ADDR_RESOLVED"),
+            RDMA_CM_EVENT_ADDR_ERROR => cstr!("RDMA_CM_EVENT_ADDR_ERROR"),
+            RDMA_CM_EVENT_ROUTE_RESOLVED => cstr!("RDMA_CM_EVENT_ROUTE_RESOLVED"),
+            RDMA_CM_EVENT_ROUTE_ERROR => cstr!("RDMA_CM_EVENT_ROUTE_ERROR"),
+            RDMA_CM_EVENT_CONNECT_REQUEST => cstr!("RDMA_CM_EVENT_CONNECT_REQUEST"),
+            RDMA_CM_EVENT_CONNECT_RESPONSE => cstr!("RDMA_CM_EVENT_CONNECT_RESPONSE"),
+            RDMA_CM_EVENT_CONNECT_ERROR => cstr!("RDMA_CM_EVENT_CONNECT_ERROR"),
+            RDMA_CM_EVENT_UNREACHABLE => cstr!("RDMA_CM_EVENT_UNREACHABLE"),
+            RDMA_CM_EVENT_REJECTED => cstr!("RDMA_CM_EVENT_REJECTED"),
+            RDMA_CM_EVENT_ESTABLISHED => cstr!("RDMA_CM_EVENT_ESTABLISHED"),
+            RDMA_CM_EVENT_DISCONNECTED => cstr!("RDMA_CM_EVENT_DISCONNECTED"),
+            RDMA_CM_EVENT_DEVICE_REMOVAL => cstr!("RDMA_CM_EVENT_DEVICE_REMOVAL"),
+            RDMA_CM_EVENT_MULTICAST_JOIN => cstr!("RDMA_CM_EVENT_MULTICAST_JOIN"),
+            RDMA_CM_EVENT_MULTICAST_ERROR => cstr!("RDMA_CM_EVENT_MULTICAST_ERROR"),
+            RDMA_CM_EVENT_ADDR_CHANGE => cstr!("RDMA_CM_EVENT_ADDR_CHANGE"),
+            RDMA_CM_EVENT_TIMEWAIT_EXIT => cstr!("RDMA_CM_EVENT_TIMEWAIT_EXIT"),
+            RDMA_CM_EVENT_ADDRINFO_RESOLVED => cstr!("RDMA_CM_EVENT_ADDRINFO_RESOLVED"),
+            RDMA_CM_EVENT_ADDRINFO_ERROR => cstr!("RDMA_CM_EVENT_ADDRINFO_ERROR"),
+            RDMA_CM_EVENT_USER | RDMA_CM_EVENT_INTERNAL => return None,
+        })
+    }
+}
+
+impl TryFrom<u32> for rdma_cm_event_type {
+    type Error = u32;
+    fn try_from(v: u32) -> std::result::Result<Self, u32> {
+        Self::ALL.get(v as usize).copied().ok_or(v)
+    }
 }
 
 /// `enum rdma_port_space`.
@@ -118,248 +183,6 @@ pub const IBV_QPT_UC: c_int = 3;
 pub const IBV_QPT_UD: c_int = 4;
 pub const IBV_QPT_XRC_SEND: c_int = 9;
 pub const IBV_QPT_XRC_RECV: c_int = 10;
-
-// ---------------------------------------------------------------------------
-// libibverbs types (layout mirrors only; not emitted into our headers).
-// ---------------------------------------------------------------------------
-
-/// Opaque libibverbs objects: only pointers to them appear in our structs.
-#[repr(C)]
-pub struct ibv_context {
-    _opaque: [u8; 0],
-}
-#[repr(C)]
-pub struct ibv_qp {
-    _opaque: [u8; 0],
-}
-#[repr(C)]
-pub struct ibv_pd {
-    _opaque: [u8; 0],
-}
-#[repr(C)]
-pub struct ibv_cq {
-    _opaque: [u8; 0],
-}
-#[repr(C)]
-pub struct ibv_srq {
-    _opaque: [u8; 0],
-}
-#[repr(C)]
-pub struct ibv_comp_channel {
-    _opaque: [u8; 0],
-}
-
-#[repr(C)]
-pub struct ibv_xrcd {
-    _opaque: [u8; 0],
-}
-
-/// `struct ibv_qp_cap`.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct ibv_qp_cap {
-    pub max_send_wr: u32,
-    pub max_recv_wr: u32,
-    pub max_send_sge: u32,
-    pub max_recv_sge: u32,
-    pub max_inline_data: u32,
-}
-
-/// `struct ibv_qp_init_attr` (64 bytes).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ibv_qp_init_attr {
-    pub qp_context: *mut c_void,
-    pub send_cq: *mut ibv_cq,
-    pub recv_cq: *mut ibv_cq,
-    pub srq: *mut ibv_srq,
-    pub cap: ibv_qp_cap,
-    pub qp_type: RawQpType,
-    pub sq_sig_all: c_int,
-}
-
-/// `struct ibv_rx_hash_conf`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ibv_rx_hash_conf {
-    pub rx_hash_function: u8,
-    pub rx_hash_key_len: u8,
-    pub rx_hash_key: *mut u8,
-    pub rx_hash_fields_mask: u64,
-}
-
-/// `struct ibv_qp_init_attr_ex` (136 bytes); its first 64 bytes are an
-/// `ibv_qp_init_attr`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ibv_qp_init_attr_ex {
-    pub qp_context: *mut c_void,
-    pub send_cq: *mut ibv_cq,
-    pub recv_cq: *mut ibv_cq,
-    pub srq: *mut ibv_srq,
-    pub cap: ibv_qp_cap,
-    pub qp_type: RawQpType,
-    pub sq_sig_all: c_int,
-    pub comp_mask: u32,
-    pub pd: *mut ibv_pd,
-    pub xrcd: *mut ibv_xrcd,
-    pub create_flags: u32,
-    pub max_tso_header: u16,
-    pub rwq_ind_tbl: *mut c_void,
-    pub rx_hash_conf: ibv_rx_hash_conf,
-    pub source_qpn: u32,
-    pub send_ops_flags: u64,
-}
-
-/// `struct ibv_srq_attr`.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct ibv_srq_attr {
-    pub max_wr: u32,
-    pub max_sge: u32,
-    pub srq_limit: u32,
-}
-
-/// `struct ibv_srq_init_attr` (24 bytes).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ibv_srq_init_attr {
-    pub srq_context: *mut c_void,
-    pub attr: ibv_srq_attr,
-}
-
-/// `struct ibv_tm_cap`.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct ibv_tm_cap {
-    pub max_num_tags: u32,
-    pub max_ops: u32,
-}
-
-/// `struct ibv_srq_init_attr_ex` (64 bytes).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ibv_srq_init_attr_ex {
-    pub srq_context: *mut c_void,
-    pub attr: ibv_srq_attr,
-    pub comp_mask: u32,
-    pub srq_type: u32,
-    pub pd: *mut ibv_pd,
-    pub xrcd: *mut ibv_xrcd,
-    pub cq: *mut ibv_cq,
-    pub tm_cap: ibv_tm_cap,
-}
-
-/// `struct ibv_ece`.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct ibv_ece {
-    pub vendor_id: u32,
-    pub options: u32,
-    pub comp_mask: u32,
-}
-
-/// `struct ibv_qp_attr` (144 bytes). The library sets the few fields it
-/// needs at their offsets (crate::verbs::QpAttr); libibverbs fills the rest.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ibv_qp_attr {
-    pub raw: [u64; 18],
-}
-
-/// `union ibv_gid` (16 bytes, align 8).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union ibv_gid {
-    pub raw: [u8; 16],
-    pub global: ibv_gid_global,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ibv_gid_global {
-    pub subnet_prefix: u64,
-    pub interface_id: u64,
-}
-
-/// `struct ibv_global_route` (24 bytes).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ibv_global_route {
-    pub dgid: ibv_gid,
-    pub flow_label: u32,
-    pub sgid_index: u8,
-    pub hop_limit: u8,
-    pub traffic_class: u8,
-}
-
-/// `struct ibv_ah_attr` (32 bytes).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ibv_ah_attr {
-    pub grh: ibv_global_route,
-    pub dlid: u16,
-    pub sl: u8,
-    pub src_path_bits: u8,
-    pub static_rate: u8,
-    pub is_global: u8,
-    pub port_num: u8,
-}
-
-/// `struct ibv_sa_path_rec` (host form, 64 bytes), from `<infiniband/sa.h>`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct ibv_sa_path_rec {
-    pub dgid: ibv_gid,
-    pub sgid: ibv_gid,
-    pub dlid: u16,
-    pub slid: u16,
-    pub raw_traffic: c_int,
-    pub flow_label: u32,
-    pub hop_limit: u8,
-    pub traffic_class: u8,
-    pub reversible: c_int,
-    pub numb_path: u8,
-    pub pkey: u16,
-    pub sl: u8,
-    pub mtu_selector: u8,
-    pub mtu: u8,
-    pub rate_selector: u8,
-    pub rate: u8,
-    pub packet_life_time_selector: u8,
-    pub packet_life_time: u8,
-    pub preference: u8,
-}
-
-/// `struct ibv_path_record` (SA wire format, 64 bytes, big-endian fields).
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct ibv_path_record {
-    pub service_id: u64,
-    pub dgid: [u8; 16],
-    pub sgid: [u8; 16],
-    pub dlid: u16,
-    pub slid: u16,
-    pub flowlabel_hoplimit: u32,
-    pub tclass: u8,
-    pub reversible_numpath: u8,
-    pub pkey: u16,
-    pub qosclass_sl: u16,
-    pub mtu: u8,
-    pub rate: u8,
-    pub packetlifetime: u8,
-    pub preference: u8,
-    pub reserved: [u8; 6],
-}
-
-/// `struct ibv_path_data` (72 bytes).
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct ibv_path_data {
-    pub flags: u32,
-    pub reserved: u32,
-    pub path: ibv_path_record,
-}
 
 // ---------------------------------------------------------------------------
 // librdmacm's own public structs.
@@ -533,7 +356,7 @@ pub struct ib_connect_hdr {
 }
 
 // Compile-time layout check against upstream's headers (see build.rs).
-#[allow(unused_unsafe, clippy::missing_safety_doc)]
+#[allow(unused_unsafe, clippy::unnecessary_cast)]
 mod layout_check {
     include!(concat!(env!("OUT_DIR"), "/layout_check.rs"));
 }

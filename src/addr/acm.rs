@@ -1,13 +1,13 @@
-//! Client of ibacm, the IB address and route cache (reference §4.4).
+//! Client of ibacm, the IB address and route cache (ibacm(1)).
 //!
 //! `rdma_getaddrinfo` asks ibacm for a route (and source address) for every
 //! active query. The service is found once per process: a TCP port in
 //! `/run/ibacm.port`, else the unix socket `/run/ibacm.sock`. No ibacm means
 //! nothing happens. Unlike upstream, every exchange is bounded in time.
 
-use super::getaddrinfo::{set_sid, AddrInfo, Hints};
-use super::RawAddr;
+use super::model::{set_sid, AddrInfo, Hints};
 use crate::abi::*;
+use crate::sockaddr::RawAddr;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::os::unix::net::UnixStream;
@@ -176,13 +176,15 @@ pub fn apply_reply(ai: &mut AddrInfo, reply: &[u8]) -> Option<()> {
         let ty = u16::from_ne_bytes([ep[4], ep[5]]);
         match ty {
             EP_INFO_PATH => {
-                let mut d = ibv_path_data::default();
                 // The record is reinterpreted as ibv_path_data: flags word,
                 // then type/reserved (cleared), then the path.
-                d.flags = flags;
-                d.reserved = u32::from_ne_bytes([0, 0, ep[6], ep[7]]);
-                // SAFETY: 64 bytes into a 64-byte plain struct.
-                d.path = unsafe { std::ptr::read_unaligned(ep[8..72].as_ptr() as *const ibv_path_record) };
+                let d = ibv_path_data {
+                    flags,
+                    reserved: u32::from_ne_bytes([0, 0, ep[6], ep[7]]),
+                    // SAFETY: 64 bytes into a 64-byte plain struct.
+                    path: unsafe { std::ptr::read_unaligned(ep[8..72].as_ptr() as *const ibv_path_record) },
+                };
+                ai.route.try_reserve(1).ok()?;
                 ai.route.push(d);
             }
             EP_INFO_ADDRESS_IP if flags & EP_FLAG_SOURCE != 0 && ai.src.is_none() => {
@@ -253,7 +255,12 @@ pub fn af_ib_entry(ai: &AddrInfo) -> Option<AddrInfo> {
 }
 
 /// Resolve through a given connection; returns the final list.
-pub fn resolve_with(conn: Option<&Mutex<Conn>>, mut ai: AddrInfo, h: &Hints, af_ib: impl FnOnce() -> bool) -> Vec<AddrInfo> {
+pub fn resolve_with(
+    conn: Option<&Mutex<Conn>>,
+    mut ai: AddrInfo,
+    h: &Hints,
+    af_ib: impl FnOnce() -> bool,
+) -> Vec<AddrInfo> {
     let Some(conn) = conn else { return vec![ai] };
     let req = build_request(&ai, h);
     let reply = {
@@ -290,14 +297,18 @@ mod tests {
         s.sin_family = libc::AF_INET as u16;
         s.sin_port = 7471u16.to_be();
         s.sin_addr.s_addr = u32::from_ne_bytes([192, 0, 2, 2]);
-        AddrInfo { family: libc::AF_INET, qp_type: 2, port_space: RDMA_PS_TCP, dst: Some(RawAddr::from_in(&s)), ..Default::default() }
+        AddrInfo {
+            family: libc::AF_INET,
+            qp_type: 2,
+            port_space: RDMA_PS_TCP,
+            dst: Some(RawAddr::from_in(&s)),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn request_layout() {
-        let mut hints: rdma_addrinfo = unsafe { std::mem::zeroed() };
-        hints.ai_flags = RAI_NUMERICHOST;
-        let h = Hints::new(Some(&hints));
+        let h = Hints::plain(RAI_NUMERICHOST, 0, 0, 0);
         let req = build_request(&dst4(), &h);
         assert_eq!(req.len(), HDR_LEN + EP_LEN);
         assert_eq!((req[0], req[1]), (1, 1));
@@ -311,8 +322,7 @@ mod tests {
     fn no_ibacm_is_a_no_op() {
         let d = std::env::temp_dir().join(format!("acm-none-{}", std::process::id()));
         assert!(connect(&d.join("port"), &d.join("sock")).is_none());
-        let hints: rdma_addrinfo = unsafe { std::mem::zeroed() };
-        let out = resolve_with(None, dst4(), &Hints::new(Some(&hints)), || true);
+        let out = resolve_with(None, dst4(), &Hints::plain(0, 0, 0, 0), || true);
         assert_eq!(out, vec![dst4()]);
     }
 
@@ -343,8 +353,7 @@ mod tests {
             s.write_all(&resp).unwrap();
         });
         let conn = Mutex::new(connect(&d.join("no-port-file"), &sock).expect("connects"));
-        let hints: rdma_addrinfo = unsafe { std::mem::zeroed() };
-        let out = resolve_with(Some(&conn), dst4(), &Hints::new(Some(&hints)), || true);
+        let out = resolve_with(Some(&conn), dst4(), &Hints::plain(0, 0, 0, 0), || true);
         server.join().unwrap();
         assert_eq!(out.len(), 2, "AF_IB entry prepended");
         let (ib, ip) = (&out[0], &out[1]);

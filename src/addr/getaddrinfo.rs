@@ -1,123 +1,18 @@
-//! `rdma_getaddrinfo` / `rdma_freeaddrinfo` (reference §4.3–4.5).
+//! `rdma_getaddrinfo` / `rdma_freeaddrinfo` (rdma_getaddrinfo(3)).
 //!
 //! The query is answered in a safe model ([`AddrInfo`]) and only at the end
 //! converted into the C list, every member a separate `malloc` block, so
 //! that `rdma_freeaddrinfo` (and nothing else) can free it.
 
-use super::numeric::{self, GaiRequest};
-use super::{acm, RawAddr};
+use super::model::{gai_request, in6_to_ib, AddrInfo, Hints, EAI_ADDRFAMILY};
+use super::numeric;
+use super::{acm, sa};
 use crate::abi::*;
+use crate::cmem;
 use crate::error::{Error, Result};
-use libc::{c_char, c_int, c_void, IPPROTO_TCP, IPPROTO_UDP, SOCK_DGRAM, SOCK_STREAM};
+use crate::sockaddr::RawAddr;
+use libc::{c_int, c_void, IPPROTO_TCP, IPPROTO_UDP, SOCK_DGRAM, SOCK_STREAM};
 use std::ffi::{CStr, CString};
-
-/// One result, before it becomes a C `struct rdma_addrinfo`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct AddrInfo {
-    pub flags: c_int,
-    pub family: c_int,
-    pub qp_type: c_int,
-    pub port_space: c_int,
-    pub src: Option<RawAddr>,
-    pub dst: Option<RawAddr>,
-    pub src_canonname: Option<CString>,
-    pub dst_canonname: Option<CString>,
-    /// `struct ibv_path_data` entries from ibacm.
-    pub route: Vec<ibv_path_data>,
-    /// The 36-byte IB connect header of an ibacm AF_IB entry.
-    pub connect: Option<ib_connect_hdr>,
-}
-
-/// The caller's hints, read lazily from C memory exactly where upstream
-/// reads them (so a field that upstream ignores is never dereferenced).
-pub struct Hints<'a> {
-    raw: Option<&'a rdma_addrinfo>,
-}
-
-impl<'a> Hints<'a> {
-    pub fn new(raw: Option<&'a rdma_addrinfo>) -> Self {
-        Hints { raw }
-    }
-    pub fn given(&self) -> bool {
-        self.raw.is_some()
-    }
-    pub fn flags(&self) -> c_int {
-        self.raw.map_or(0, |h| h.ai_flags)
-    }
-    pub fn family(&self) -> c_int {
-        self.raw.map_or(0, |h| h.ai_family)
-    }
-    pub fn qp_type(&self) -> c_int {
-        self.raw.map_or(0, |h| h.ai_qp_type)
-    }
-    pub fn port_space(&self) -> c_int {
-        self.raw.map_or(0, |h| h.ai_port_space)
-    }
-    /// Whether a source address hint is given.
-    pub fn has_src(&self) -> bool {
-        self.raw.is_some_and(|h| h.ai_src_len != 0)
-    }
-    /// The hint source address, if one is given (`ai_src_len != 0`).
-    pub fn src(&self) -> Result<Option<RawAddr>> {
-        match self.raw {
-            // SAFETY: the caller vouches for ai_src_addr/ai_src_len; lengths
-            // beyond sockaddr_storage are refused before any read.
-            Some(h) if h.ai_src_len != 0 => unsafe { RawAddr::from_ptr(h.ai_src_addr, h.ai_src_len).map(Some) },
-            _ => Ok(None),
-        }
-    }
-    /// The hint destination address, if one is given (`ai_dst_len != 0`).
-    pub fn dst(&self) -> Result<Option<RawAddr>> {
-        match self.raw {
-            // SAFETY: as for src().
-            Some(h) if h.ai_dst_len != 0 => unsafe { RawAddr::from_ptr(h.ai_dst_addr, h.ai_dst_len).map(Some) },
-            _ => Ok(None),
-        }
-    }
-    pub fn route_len(&self) -> usize {
-        self.raw.map_or(0, |h| h.ai_route_len)
-    }
-    /// The path record given as a route hint (one `ibv_path_record` or one
-    /// `ibv_path_data`), as ibacm's query uses it.
-    pub fn route_path(&self) -> Option<ibv_path_record> {
-        let h = self.raw?;
-        if h.ai_route.is_null() {
-            return None;
-        }
-        // SAFETY: the caller vouches for ai_route being ai_route_len bytes;
-        // only the two exact sizes are read.
-        unsafe {
-            if h.ai_route_len == std::mem::size_of::<ibv_path_record>() {
-                Some(std::ptr::read_unaligned(h.ai_route as *const ibv_path_record))
-            } else if h.ai_route_len == std::mem::size_of::<ibv_path_data>() {
-                Some(std::ptr::read_unaligned(h.ai_route as *const ibv_path_data).path)
-            } else {
-                None
-            }
-        }
-    }
-}
-
-/// The glibc request upstream derives from rdma hints (reference §4.3.2).
-pub fn gai_request(h: &Hints) -> GaiRequest {
-    let family = if h.family() == AF_IB { 0 } else { h.family() };
-    let socktype = match h.qp_type() {
-        IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV => SOCK_STREAM,
-        IBV_QPT_UD => SOCK_DGRAM,
-        _ => 0,
-    };
-    let protocol = match h.port_space() {
-        RDMA_PS_TCP => IPPROTO_TCP,
-        RDMA_PS_IPOIB | RDMA_PS_UDP => IPPROTO_UDP,
-        RDMA_PS_IB if socktype == SOCK_STREAM => IPPROTO_TCP,
-        RDMA_PS_IB if socktype == SOCK_DGRAM => IPPROTO_UDP,
-        _ => 0,
-    };
-    GaiRequest { family, socktype, protocol }
-}
-
-/// glibc's `EAI_ADDRFAMILY` (a GNU extension the libc crate lacks).
-pub(crate) const EAI_ADDRFAMILY: c_int = -9;
 
 /// The first result glibc gave (or the fast path computed).
 struct FirstResult {
@@ -174,38 +69,7 @@ fn glibc_lookup(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Resul
     }
 }
 
-/// An IPv6 address re-expressed as AF_IB (reference §4.3.3): the GID is the
-/// 16 address bytes, the service id comes from port space and port.
-pub fn in6_to_ib(ps: c_int, sin6: &libc::sockaddr_in6) -> sockaddr_ib {
-    let port = u16::from_be(sin6.sin6_port);
-    let mut sib = sockaddr_ib {
-        sib_family: AF_IB as u16,
-        sib_pkey: 0xFFFFu16.to_be(),
-        sib_flowinfo: sin6.sin6_flowinfo,
-        sib_addr: ib_addr::from_bytes(sin6.sin6_addr.s6_addr),
-        sib_scope_id: sin6.sin6_scope_id as u64,
-        ..Default::default()
-    };
-    set_sid(ps, port, &mut sib);
-    sib
-}
-
-/// Upstream's `ucma_set_sid`: sid = (ps << 16) + port, the port space taken
-/// as the unsigned 32-bit enum it is in C; mask covers the port
-/// space when there is one and the port when it is non-zero.
-pub fn set_sid(ps: c_int, port: u16, sib: &mut sockaddr_ib) {
-    sib.sib_sid = ((ps as u32 as u64) << 16).wrapping_add(port as u64).to_be();
-    let mut mask = 0u64;
-    if ps != 0 {
-        mask = RDMA_IB_IP_PS_MASK;
-    }
-    if port != 0 {
-        mask |= RDMA_IB_IP_PORT_MASK;
-    }
-    sib.sib_sid_mask = mask.to_be();
-}
-
-/// Convert glibc's first answer into an rdma result (reference §4.3.3).
+/// Convert glibc's first answer into an rdma result.
 fn to_rai(h: &Hints, r: FirstResult) -> Result<AddrInfo> {
     let mut ai = AddrInfo {
         qp_type: if h.qp_type() != 0 {
@@ -231,8 +95,9 @@ fn to_rai(h: &Hints, r: FirstResult) -> Result<AddrInfo> {
     let want_ib = h.flags() & RAI_FAMILY != 0 && h.family() == AF_IB && h.flags() & RAI_NUMERICHOST != 0;
     let addr = if want_ib {
         // Upstream reads any answer as sockaddr_in6; an IPv4 literal then
-        // yields a garbage GID (reference §6 #3). A GID is written as an
-        // IPv6 literal, so anything else is not an AF_IB address.
+        // yields a garbage GID (README, known differences). A GID is
+        // written as an IPv6 literal, so anything else is not an AF_IB
+        // address.
         let sin6 = r.addr.as_in6().ok_or(Error::Eai(EAI_ADDRFAMILY))?;
         ai.family = AF_IB;
         RawAddr::from_ib(&in6_to_ib(ai.port_space, &sin6))
@@ -275,13 +140,18 @@ fn lookup(node: Option<&CStr>, service: Option<&CStr>, h: &Hints, num: Option<nu
 
 /// The whole query, as a list of results (first element first); `num` is
 /// the numeric answer if the node is a literal glibc would answer alike.
-fn resolve(node: Option<&CStr>, service: Option<&CStr>, h: &Hints, num: Option<numeric::Answer>) -> Result<Vec<AddrInfo>> {
-    crate::cm::init()?;
+fn resolve(
+    node: Option<&CStr>,
+    service: Option<&CStr>,
+    h: &Hints,
+    num: Option<numeric::Answer>,
+) -> Result<Vec<AddrInfo>> {
+    crate::ucma::init()?;
     if h.flags() & RAI_SA != 0 {
         if node.is_some() || h.flags() & RAI_DNS != 0 {
             return Err(Error::Errno(libc::EOPNOTSUPP));
         }
-        return crate::cm::sa::getaddrinfo_sa(service);
+        return sa::getaddrinfo_sa(service);
     }
 
     let mut ai = if node.is_some() || service.is_some() {
@@ -305,16 +175,12 @@ fn resolve(node: Option<&CStr>, service: Option<&CStr>, h: &Hints, num: Option<n
     Ok(vec![ai])
 }
 
-/// `rdma_getaddrinfo`, producing the C list.
-pub fn rdma_getaddrinfo(
-    node: Option<&CStr>,
-    service: Option<&CStr>,
-    hints: Option<&rdma_addrinfo>,
-) -> Result<*mut rdma_addrinfo> {
-    if node.is_none() && service.is_none() && hints.is_none() {
-        return Err(Error::Errno(libc::EINVAL));
+/// `rdma_getaddrinfo`, producing the C list (hints not given: all zero).
+pub fn rdma_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<AddrInfoList> {
+    if node.is_none() && service.is_none() && !h.given() {
+        return Err(Error::INVAL);
     }
-    let h = Hints::new(hints);
+    let h = *h;
     let num = numeric_answer(node, service, &h);
     if let Some(a) = &num {
         if let Some(list) = fast_path(&h, a)? {
@@ -329,7 +195,7 @@ pub fn rdma_getaddrinfo(
 /// numeric host and port (see [`numeric`]), no AF_IB conversion, and
 /// nothing for ibacm to add (passive, or no ibacm, and no source hint).
 /// The result is the one the general path would build.
-fn fast_path(h: &Hints, a: &numeric::Answer) -> Result<Option<*mut rdma_addrinfo>> {
+fn fast_path(h: &Hints, a: &numeric::Answer) -> Result<Option<AddrInfoList>> {
     let flags = h.flags();
     let passive = flags & RAI_PASSIVE != 0;
     if flags & RAI_SA != 0
@@ -338,26 +204,28 @@ fn fast_path(h: &Hints, a: &numeric::Answer) -> Result<Option<*mut rdma_addrinfo
     {
         return Ok(None);
     }
-    crate::cm::init()?;
-    let node = calloc1::<rdma_addrinfo>()?;
-    let (addr, len) = match &a.addr {
-        numeric::NumAddr::V4(s) => (copy_out(std::slice::from_ref(s)), std::mem::size_of_val(s)),
-        numeric::NumAddr::V6(s) => (copy_out(std::slice::from_ref(s)), std::mem::size_of_val(s)),
-    };
-    let addr = match addr {
-        Ok(p) => p as *mut libc::sockaddr,
-        Err(e) => {
-            // SAFETY: our fresh node.
-            unsafe { libc::free(node as *mut c_void) };
-            return Err(e);
-        }
-    };
-    // SAFETY: node is a fresh zeroed allocation.
-    let r = unsafe { &mut *node };
+    crate::ucma::init()?;
+    let list = AddrInfoList(cmem::calloc1::<rdma_addrinfo>()?.as_ptr());
+    let raw = a.addr.raw();
+    let addr = raw.to_malloc()?;
+    let len = raw.len();
+    // SAFETY: a fresh zeroed node owned by `list`.
+    let r = unsafe { &mut *list.0 };
     r.ai_family = a.addr.family();
-    r.ai_qp_type = if h.qp_type() != 0 { h.qp_type() } else if a.socktype == SOCK_STREAM { IBV_QPT_RC } else { IBV_QPT_UD };
-    r.ai_port_space =
-        if h.port_space() != 0 { h.port_space() } else if a.protocol == IPPROTO_TCP { RDMA_PS_TCP } else { RDMA_PS_UDP };
+    r.ai_qp_type = if h.qp_type() != 0 {
+        h.qp_type()
+    } else if a.socktype == SOCK_STREAM {
+        IBV_QPT_RC
+    } else {
+        IBV_QPT_UD
+    };
+    r.ai_port_space = if h.port_space() != 0 {
+        h.port_space()
+    } else if a.protocol == IPPROTO_TCP {
+        RDMA_PS_TCP
+    } else {
+        RDMA_PS_UDP
+    };
     if passive {
         r.ai_flags = RAI_PASSIVE;
         r.ai_src_addr = addr;
@@ -366,51 +234,12 @@ fn fast_path(h: &Hints, a: &numeric::Answer) -> Result<Option<*mut rdma_addrinfo
         r.ai_dst_addr = addr;
         r.ai_dst_len = len as u32;
     }
-    Ok(Some(node))
-}
-
-/// `malloc` that reports ENOMEM.
-pub fn cmalloc(n: usize) -> Result<*mut c_void> {
-    // SAFETY: plain allocation.
-    let p = unsafe { libc::malloc(n) };
-    if p.is_null() {
-        Err(Error::Errno(libc::ENOMEM))
-    } else {
-        Ok(p)
-    }
-}
-
-fn calloc1<T>() -> Result<*mut T> {
-    // SAFETY: plain zeroed allocation.
-    let p = unsafe { libc::calloc(1, std::mem::size_of::<T>()) };
-    if p.is_null() {
-        Err(Error::Errno(libc::ENOMEM))
-    } else {
-        Ok(p as *mut T)
-    }
-}
-
-fn cstrdup(s: &CStr) -> Result<*mut c_char> {
-    // SAFETY: s is a valid C string.
-    let p = unsafe { libc::strdup(s.as_ptr()) };
-    if p.is_null() {
-        Err(Error::Errno(libc::ENOMEM))
-    } else {
-        Ok(p)
-    }
-}
-
-fn copy_out<T: Copy>(items: &[T]) -> Result<*mut c_void> {
-    let n = std::mem::size_of_val(items);
-    let p = cmalloc(n.max(1))?;
-    // SAFETY: p has room for n bytes.
-    unsafe { std::ptr::copy_nonoverlapping(items.as_ptr() as *const u8, p as *mut u8, n) };
-    Ok(p)
+    Ok(Some(list))
 }
 
 /// Fill one zeroed C node from a result. On error the node holds whatever
 /// was already allocated, so the caller frees it with [`free_list`].
-unsafe fn fill(n: &mut rdma_addrinfo, ai: &AddrInfo) -> Result<()> {
+fn fill(n: &mut rdma_addrinfo, ai: &AddrInfo) -> Result<()> {
     n.ai_flags = ai.flags;
     n.ai_family = ai.family;
     n.ai_qp_type = ai.qp_type;
@@ -424,61 +253,79 @@ unsafe fn fill(n: &mut rdma_addrinfo, ai: &AddrInfo) -> Result<()> {
         n.ai_dst_len = a.len() as u32;
     }
     if let Some(s) = &ai.src_canonname {
-        n.ai_src_canonname = cstrdup(s)?;
+        n.ai_src_canonname = cmem::strdup(s)?.as_ptr();
     }
     if let Some(s) = &ai.dst_canonname {
-        n.ai_dst_canonname = cstrdup(s)?;
+        n.ai_dst_canonname = cmem::strdup(s)?.as_ptr();
     }
     if !ai.route.is_empty() {
-        n.ai_route = copy_out(&ai.route)?;
+        n.ai_route = cmem::copy_out(&ai.route)?.as_ptr() as *mut c_void;
         n.ai_route_len = std::mem::size_of_val(&ai.route[..]);
     }
     if let Some(c) = &ai.connect {
-        n.ai_connect = copy_out(std::slice::from_ref(c))?;
+        n.ai_connect = cmem::copy_out(std::slice::from_ref(c))?.as_ptr() as *mut c_void;
         n.ai_connect_len = std::mem::size_of::<ib_connect_hdr>();
     }
     Ok(())
 }
 
 /// Build the C list; on failure nothing is leaked.
-pub fn to_c_list(list: &[AddrInfo]) -> Result<*mut rdma_addrinfo> {
-    let mut head: *mut rdma_addrinfo = std::ptr::null_mut();
+pub fn to_c_list(list: &[AddrInfo]) -> Result<AddrInfoList> {
+    let mut head = AddrInfoList(std::ptr::null_mut());
     for ai in list.iter().rev() {
-        let node = match calloc1::<rdma_addrinfo>() {
-            Ok(p) => p,
-            Err(e) => {
-                free_list(head);
-                return Err(e);
-            }
-        };
+        let node = cmem::calloc1::<rdma_addrinfo>()?.as_ptr();
         // SAFETY: node is a fresh zeroed allocation we own.
-        unsafe {
-            (*node).ai_next = head;
-            head = node;
-            if let Err(e) = fill(&mut *node, ai) {
-                free_list(head);
-                return Err(e);
-            }
-        }
+        let n = unsafe { &mut *node };
+        n.ai_next = head.0;
+        head.0 = node;
+        // On failure `head`, this node included, is freed on return.
+        fill(n, ai)?;
     }
     Ok(head)
 }
 
+/// A list this library made (`rdma_getaddrinfo`, `rdma_query_addrinfo`),
+/// owned until it is handed to the caller or freed.
+pub struct AddrInfoList(*mut rdma_addrinfo);
+
+// SAFETY: the list is plain malloc'd memory nobody else references.
+unsafe impl Send for AddrInfoList {}
+
+impl AddrInfoList {
+    /// Give the list to C (which frees it with `rdma_freeaddrinfo`).
+    pub fn into_raw(self) -> *mut rdma_addrinfo {
+        let p = self.0;
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for AddrInfoList {
+    fn drop(&mut self) {
+        // SAFETY: a list built by to_c_list, owned by this value.
+        unsafe { free_list(self.0) }
+    }
+}
+
 /// `rdma_freeaddrinfo`: free every node and every member; NULL is a no-op.
-pub fn free_list(mut p: *mut rdma_addrinfo) {
+///
+/// # Safety
+/// `p` is NULL or a list made by this library and not freed yet (the man
+/// page's rule for `rdma_freeaddrinfo`).
+pub unsafe fn free_list(mut p: *mut rdma_addrinfo) {
     while !p.is_null() {
-        // SAFETY: p is a node built by to_c_list (or by a caller following
-        // the man page); each member is NULL or its own malloc block.
+        // SAFETY: p is a node built by to_c_list; each member is NULL or
+        // its own malloc block.
         unsafe {
             let n = &*p;
             let next = n.ai_next;
-            libc::free(n.ai_connect);
-            libc::free(n.ai_route);
-            libc::free(n.ai_src_canonname as *mut c_void);
-            libc::free(n.ai_dst_canonname as *mut c_void);
-            libc::free(n.ai_src_addr as *mut c_void);
-            libc::free(n.ai_dst_addr as *mut c_void);
-            libc::free(p as *mut c_void);
+            cmem::free(n.ai_connect);
+            cmem::free(n.ai_route);
+            cmem::free(n.ai_src_canonname);
+            cmem::free(n.ai_dst_canonname);
+            cmem::free(n.ai_src_addr);
+            cmem::free(n.ai_dst_addr);
+            cmem::free(p);
             p = next;
         }
     }
@@ -486,17 +333,8 @@ pub fn free_list(mut p: *mut rdma_addrinfo) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::model::set_sid;
     use super::*;
-
-    fn hints(flags: c_int, family: c_int, qp: c_int, ps: c_int) -> rdma_addrinfo {
-        // SAFETY: all-zero is a valid rdma_addrinfo.
-        let mut h: rdma_addrinfo = unsafe { std::mem::zeroed() };
-        h.ai_flags = flags;
-        h.ai_family = family;
-        h.ai_qp_type = qp;
-        h.ai_port_space = ps;
-        h
-    }
 
     #[test]
     fn hint_mapping() {
@@ -512,8 +350,7 @@ mod tests {
             (8, 0x999, 0, 0),
         ];
         for (qp, ps, st, pr) in cases {
-            let h = hints(0, AF_IB, qp, ps);
-            let r = gai_request(&Hints::new(Some(&h)));
+            let r = gai_request(&Hints::plain(0, AF_IB, qp, ps));
             assert_eq!((r.family, r.socktype, r.protocol), (0, st, pr), "qp {qp} ps {ps:#x}");
         }
     }
@@ -535,6 +372,7 @@ mod tests {
 
     #[test]
     fn c_list_roundtrip() {
+        // SAFETY: all-zero is a valid sockaddr_in.
         let a = RawAddr::from_in(&unsafe { std::mem::zeroed() });
         let ai = AddrInfo {
             flags: 1,
@@ -546,7 +384,9 @@ mod tests {
             connect: Some(ib_connect_hdr::default()),
             ..Default::default()
         };
-        let p = to_c_list(&[ai.clone(), AddrInfo::default()]).unwrap();
+        let list = to_c_list(&[ai.clone(), AddrInfo::default()]).unwrap();
+        let p = list.into_raw();
+        // SAFETY: a two-node list just built.
         unsafe {
             assert_eq!((*p).ai_flags, 1);
             assert_eq!((*p).ai_src_len, 16);
@@ -555,8 +395,8 @@ mod tests {
             assert!(!(*p).ai_next.is_null());
             assert!((*(*p).ai_next).ai_next.is_null());
             assert!((*(*p).ai_next).ai_src_addr.is_null());
+            free_list(p);
+            free_list(std::ptr::null_mut());
         }
-        free_list(p);
-        free_list(std::ptr::null_mut());
     }
 }

@@ -25,10 +25,10 @@ pub enum NumAddr {
 }
 
 impl NumAddr {
-    pub fn raw(&self) -> super::RawAddr {
+    pub fn raw(&self) -> crate::sockaddr::RawAddr {
         match self {
-            NumAddr::V4(s) => super::RawAddr::from_in(s),
-            NumAddr::V6(s) => super::RawAddr::from_in6(s),
+            NumAddr::V4(s) => crate::sockaddr::RawAddr::from_in(s),
+            NumAddr::V6(s) => crate::sockaddr::RawAddr::from_in6(s),
         }
     }
     pub fn family(&self) -> i32 {
@@ -110,9 +110,7 @@ pub fn numeric_port(service: Option<&[u8]>) -> Option<u16> {
 
 fn first_type(req: &GaiRequest) -> Option<(i32, i32)> {
     match (req.socktype, req.protocol) {
-        (0, 0) | (SOCK_STREAM, 0) | (SOCK_STREAM, IPPROTO_TCP) | (0, IPPROTO_TCP) => {
-            Some((SOCK_STREAM, IPPROTO_TCP))
-        }
+        (0, 0) | (SOCK_STREAM, 0) | (SOCK_STREAM, IPPROTO_TCP) | (0, IPPROTO_TCP) => Some((SOCK_STREAM, IPPROTO_TCP)),
         (SOCK_DGRAM, 0) | (SOCK_DGRAM, IPPROTO_UDP) | (0, IPPROTO_UDP) => Some((SOCK_DGRAM, IPPROTO_UDP)),
         _ => None,
     }
@@ -169,9 +167,29 @@ mod tests {
 
     #[test]
     fn strict_ipv4_agrees_with_std() {
-        for s in ["0.0.0.0", "255.255.255.255", "192.0.2.1", "1.2.3", "1.2.3.4.5", "256.1.1.1", "01.1.1.1",
-                  "1..1.1", "1.1.1.", ".1.1.1", "1.1.1.1a", "", "1234.1.1.1", "0.00.1.1", "1.2.3.0255",
-                  "10.0.0.10", "9.99.199.249", "1.2.3.-4", "1.2.3.4 ", " 1.2.3.4", "1.2.3.4/8"] {
+        for s in [
+            "0.0.0.0",
+            "255.255.255.255",
+            "192.0.2.1",
+            "1.2.3",
+            "1.2.3.4.5",
+            "256.1.1.1",
+            "01.1.1.1",
+            "1..1.1",
+            "1.1.1.",
+            ".1.1.1",
+            "1.1.1.1a",
+            "",
+            "1234.1.1.1",
+            "0.00.1.1",
+            "1.2.3.0255",
+            "10.0.0.10",
+            "9.99.199.249",
+            "1.2.3.-4",
+            "1.2.3.4 ",
+            " 1.2.3.4",
+            "1.2.3.4/8",
+        ] {
             let std = s.parse::<std::net::Ipv4Addr>().ok().map(|a| a.octets());
             assert_eq!(parse_ipv4(s.as_bytes()), std, "{s}");
         }

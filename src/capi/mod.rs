@@ -1,24 +1,34 @@
-//! The exported C functions. Every one of them goes through [`guard_val`]
-//! (or a shorthand for it): no panic crosses `extern "C"`, failures become
-//! upstream's return value plus errno, and a successful call leaves errno
-//! exactly as it found it (upstream clobbers it; we do not).
+//! The exported C functions, one file per man-page family, each a few
+//! lines: look the handles up, turn C arguments into Rust values with the
+//! helpers below, call the core, write the results out. Raw C pointers
+//! stop here; the core sees references, slices and owned values.
+//!
+//! Every export goes through [`boundary`] (via [`guard`] and its
+//! shorthands): no panic crosses `extern "C"`, failures become upstream's
+//! return value plus errno, and a successful call leaves errno exactly as
+//! it found it (upstream clobbers it; we do not). The safety rules every
+//! export relies on are stated once, in the crate documentation.
 
-use crate::error::{errno, set_errno, Error};
-use libc::c_int;
+use crate::abi::{rdma_conn_param, AF_IB};
+use crate::cm::conn::ConnParams;
+use crate::error::{errno, set_errno, Error, Result};
+use crate::sockaddr::RawAddr;
+use libc::{c_char, c_int};
+use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub mod addrinfo;
 pub mod channel;
 pub mod conn;
+pub mod devices;
+pub mod id;
 pub mod mcast;
 pub mod poll;
 pub mod qp;
-pub mod devices;
-pub mod id;
 
 /// The one C boundary: run `f`; on success restore errno and return its
 /// value; on failure (a panic is EIO) let `on_err` decide what C sees.
-fn boundary<T>(f: impl FnOnce() -> crate::error::Result<T>, on_err: impl FnOnce(Error) -> T) -> T {
+fn boundary<T>(f: impl FnOnce() -> Result<T>, on_err: impl FnOnce(Error) -> T) -> T {
     let saved = errno();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => {
@@ -41,26 +51,125 @@ fn fail<T>(e: Error, value: T) -> T {
 
 /// `int` functions: -1 with errno, or a raw EAI code (rdma_getaddrinfo's
 /// convention, errno untouched).
-pub(crate) fn guard(f: impl FnOnce() -> crate::error::Result<c_int>) -> c_int {
+pub(crate) fn guard(f: impl FnOnce() -> Result<c_int>) -> c_int {
     boundary(f, |e| match e {
         Error::Eai(code) => code,
         e => fail(e, -1),
     })
 }
 
+/// `int` functions returning 0 on success.
+pub(crate) fn guard0(f: impl FnOnce() -> Result<()>) -> c_int {
+    guard(|| f().map(|()| 0))
+}
+
 /// Functions returning nothing: errno is the only report of a failure.
-pub(crate) fn guard_void(f: impl FnOnce() -> crate::error::Result<()>) {
+pub(crate) fn guard_void(f: impl FnOnce() -> Result<()>) {
     boundary(f, |e| fail(e, ()))
 }
 
 /// Pointer functions: NULL with errno.
-pub(crate) fn guard_ptr<T>(f: impl FnOnce() -> crate::error::Result<*mut T>) -> *mut T {
+pub(crate) fn guard_ptr<T>(f: impl FnOnce() -> Result<*mut T>) -> *mut T {
     boundary(f, |e| fail(e, std::ptr::null_mut()))
 }
 
 /// Functions returning a plain value: `fallback` with errno.
-pub(crate) fn guard_val<T>(fallback: T, f: impl FnOnce() -> crate::error::Result<T>) -> T {
+pub(crate) fn guard_val<T>(fallback: T, f: impl FnOnce() -> Result<T>) -> T {
     boundary(f, |e| fail(e, fallback))
+}
+
+/// Write a result through a caller's out-pointer; EINVAL for NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for writing a `T`.
+pub(crate) unsafe fn out<T>(p: *mut T, v: T) -> Result<()> {
+    if p.is_null() {
+        return Err(Error::INVAL);
+    }
+    // SAFETY: as the caller promises.
+    unsafe { p.write(v) };
+    Ok(())
+}
+
+/// A caller's mutable struct argument; EINVAL for NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for reading and writing a `T` during the call.
+pub(crate) unsafe fn arg_mut<'a, T>(p: *mut T) -> Result<&'a mut T> {
+    // SAFETY: as the caller promises.
+    unsafe { p.as_mut() }.ok_or(Error::INVAL)
+}
+
+/// A caller's socket address, copied at the length its family has (as
+/// upstream's `ucma_addrlen` decides it; AF_IB only where the kernel takes
+/// it): None for NULL, EINVAL for an unknown family.
+///
+/// # Safety
+/// `p` is NULL or readable for its family's length.
+pub(crate) unsafe fn addr_arg(p: *const libc::sockaddr) -> Result<Option<RawAddr>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: a sockaddr starts with its family.
+    let len = match unsafe { (*p).sa_family } as i32 {
+        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
+        libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
+        AF_IB if crate::ucma::af_ib_support() => std::mem::size_of::<crate::abi::sockaddr_ib>(),
+        _ => return Err(Error::INVAL),
+    };
+    // SAFETY: readable for that length, as the caller promises.
+    unsafe { RawAddr::from_ptr(p, len as u32) }.map(Some)
+}
+
+/// A socket address that must be there: EINVAL for NULL too.
+///
+/// # Safety
+/// As for [`addr_arg`].
+pub(crate) unsafe fn addr_req(p: *const libc::sockaddr) -> Result<RawAddr> {
+    // SAFETY: as the caller promises.
+    unsafe { addr_arg(p) }?.ok_or(Error::INVAL)
+}
+
+/// `len` bytes at `p` (empty for NULL or 0).
+///
+/// # Safety
+/// `p` is NULL or readable for `len` bytes during `'a`.
+pub(crate) unsafe fn bytes<'a>(p: *const libc::c_void, len: usize) -> &'a [u8] {
+    if p.is_null() || len == 0 {
+        return &[];
+    }
+    // SAFETY: as the caller promises.
+    unsafe { std::slice::from_raw_parts(p as *const u8, len) }
+}
+
+/// A caller's connection parameters, private data included.
+///
+/// # Safety
+/// `p` is NULL or a valid `rdma_conn_param` whose private data is readable
+/// for its length.
+pub(crate) unsafe fn conn_params<'a>(p: *const rdma_conn_param) -> Option<ConnParams<'a>> {
+    // SAFETY: as the caller promises.
+    let p = unsafe { p.as_ref() }?;
+    Some(ConnParams {
+        // SAFETY: as the caller promises.
+        private_data: unsafe { bytes(p.private_data, p.private_data_len as usize) },
+        responder_resources: p.responder_resources,
+        initiator_depth: p.initiator_depth,
+        flow_control: p.flow_control,
+        retry_count: p.retry_count,
+        rnr_retry_count: p.rnr_retry_count,
+        srq: p.srq,
+        qp_num: p.qp_num,
+    })
+}
+
+/// Borrow a C string argument (NULL stays None).
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string alive for `'a`.
+pub(crate) unsafe fn cstr_opt<'a>(p: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: as the caller promises.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
 }
 
 #[cfg(test)]
@@ -72,7 +181,7 @@ mod tests {
         set_errno(1234);
         assert_eq!(guard(|| Ok(0)), 0);
         assert_eq!(errno(), 1234);
-        assert_eq!(guard(|| Err(Error::Errno(libc::EINVAL))), -1);
+        assert_eq!(guard(|| Err(Error::INVAL)), -1);
         assert_eq!(errno(), libc::EINVAL);
         set_errno(77);
         assert_eq!(guard(|| Err(Error::Eai(-2))), -2);
@@ -91,5 +200,19 @@ mod tests {
         assert_eq!(guard_val(7, || panic!("boom")), 7);
         guard_void(|| panic!("boom"));
         std::panic::set_hook(prev);
+    }
+
+    #[test]
+    fn address_arguments() {
+        // SAFETY: NULL and a valid sockaddr_in.
+        unsafe {
+            assert_eq!(addr_arg(std::ptr::null()), Ok(None));
+            assert_eq!(addr_req(std::ptr::null()), Err(Error::INVAL));
+            let mut sin: libc::sockaddr_in = std::mem::zeroed();
+            sin.sin_family = libc::AF_INET as u16;
+            assert_eq!(addr_req(&sin as *const _ as *const libc::sockaddr).map(|a| a.len()), Ok(16));
+            sin.sin_family = 99;
+            assert_eq!(addr_arg(&sin as *const _ as *const libc::sockaddr), Err(Error::INVAL));
+        }
     }
 }

@@ -16,24 +16,22 @@ type RpollFn = unsafe extern "C" fn(*mut pollfd, nfds_t, c_int) -> c_int;
 type RselectFn = unsafe extern "C" fn(c_int, *mut fd_set, *mut fd_set, *mut fd_set, *mut timeval) -> c_int;
 
 /// The next definition of `name@RDMACM_1.0` after this library, if any.
-fn next(name: &'static [u8]) -> usize {
+fn next(name: &'static std::ffi::CStr) -> usize {
     // SAFETY: NUL-terminated names; dlvsym only looks the symbol up.
-    let p = unsafe {
-        libc::dlvsym(libc::RTLD_NEXT, name.as_ptr() as *const libc::c_char, b"RDMACM_1.0\0".as_ptr() as *const libc::c_char)
-    };
+    let p = unsafe { libc::dlvsym(libc::RTLD_NEXT, name.as_ptr(), cstr!("RDMACM_1.0").as_ptr()) };
     p as usize
 }
 
 fn next_rpoll() -> Option<RpollFn> {
     static NEXT: OnceLock<usize> = OnceLock::new();
-    let p = *NEXT.get_or_init(|| next(b"rpoll\0"));
+    let p = *NEXT.get_or_init(|| next(cstr!("rpoll")));
     // SAFETY: a non-NULL rpoll of another librdmacm has this signature.
     (p != 0 && p != rpoll as *const () as usize).then(|| unsafe { std::mem::transmute::<usize, RpollFn>(p) })
 }
 
 fn next_rselect() -> Option<RselectFn> {
     static NEXT: OnceLock<usize> = OnceLock::new();
-    let p = *NEXT.get_or_init(|| next(b"rselect\0"));
+    let p = *NEXT.get_or_init(|| next(cstr!("rselect")));
     // SAFETY: as above.
     (p != 0 && p != rselect as *const () as usize).then(|| unsafe { std::mem::transmute::<usize, RselectFn>(p) })
 }
@@ -44,15 +42,22 @@ fn panicked() -> c_int {
     -1
 }
 
+/// # Safety
+/// As poll(2): `fds` holds `nfds` entries.
 #[no_mangle]
 pub unsafe extern "C" fn rpoll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
-    std::panic::catch_unwind(|| match next_rpoll() {
-        Some(f) => f(fds, nfds, timeout),
-        None => libc::poll(fds, nfds, timeout),
+    // SAFETY: the caller's arguments, passed on unchanged.
+    std::panic::catch_unwind(|| unsafe {
+        match next_rpoll() {
+            Some(f) => f(fds, nfds, timeout),
+            None => libc::poll(fds, nfds, timeout),
+        }
     })
     .unwrap_or_else(|_| panicked())
 }
 
+/// # Safety
+/// As select(2): the sets are NULL or valid, `timeout` NULL or valid.
 #[no_mangle]
 pub unsafe extern "C" fn rselect(
     nfds: c_int,
@@ -61,9 +66,12 @@ pub unsafe extern "C" fn rselect(
     exceptfds: *mut fd_set,
     timeout: *mut timeval,
 ) -> c_int {
-    std::panic::catch_unwind(|| match next_rselect() {
-        Some(f) => f(nfds, readfds, writefds, exceptfds, timeout),
-        None => libc::select(nfds, readfds, writefds, exceptfds, timeout),
+    // SAFETY: the caller's arguments, passed on unchanged.
+    std::panic::catch_unwind(|| unsafe {
+        match next_rselect() {
+            Some(f) => f(nfds, readfds, writefds, exceptfds, timeout),
+            None => libc::select(nfds, readfds, writefds, exceptfds, timeout),
+        }
     })
     .unwrap_or_else(|_| panicked())
 }

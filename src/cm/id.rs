@@ -1,33 +1,89 @@
-//! `rdma_cm_id`: creation, destruction, addresses, routes, options
-//! (reference §4.6–4.8, §4.11).
+//! `rdma_cm_id` (rdma_create_id(3)): the id object, the table of live ids,
+//! its public struct, and what the kernel reports about an id (addresses,
+//! device, GIDs, path records), plus the commands that act on one id and
+//! need nothing above this file.
 //!
-//! The public `struct rdma_cm_id` is the first field of [`IdPriv`], so the
-//! pointer C code holds is the pointer to our private state, and header
-//! inlines reading `id->…` see what upstream would fill.
+//! An [`Id`] is a [`Shared`] owner whose first field is the public
+//! `struct rdma_cm_id`: the pointer C holds is the object's address, and
+//! the ids table maps it to the owner. Every call on an id holds a counted
+//! reference from the table, so `rdma_destroy_id` in another thread can
+//! never free memory the call is using. The public struct is shared with C,
+//! which reads it at any time: the library writes its fields in place
+//! through raw pointers (never through a Rust reference to the whole
+//! struct), from the thread doing the operation, as upstream does.
 
-use super::device::{self, CmDevice};
-use super::event::{self, ack_event};
-use super::registry;
+use super::channel::Channel;
+use super::device::{self, DevUse};
 use crate::abi::*;
-use crate::addr::RawAddr;
+use crate::addr::getaddrinfo::AddrInfoList;
+use crate::cmem::Shared;
 use crate::error::{Error, Result};
-use crate::ucma::{self, cmd};
-use std::os::fd::IntoRawFd;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use crate::handle::Table;
+use crate::sockaddr::RawAddr;
+use crate::ucma::{self, cmd, KernelBuf};
+use crate::verbs;
 use std::cell::UnsafeCell;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+
+/// Private data kept for the first connect (`ai_connect` of
+/// `rdma_create_ep`): at most what the kernel carries.
+#[derive(Clone, Copy)]
+pub struct PrivateData {
+    bytes: [u8; cmd::MAX_PRIVATE_DATA],
+    len: usize,
+}
+
+impl PrivateData {
+    pub const EMPTY: PrivateData = PrivateData { bytes: [0; cmd::MAX_PRIVATE_DATA], len: 0 };
+
+    /// EINVAL when longer than the kernel's private data.
+    pub fn new(d: &[u8]) -> Result<PrivateData> {
+        let mut p = Self::EMPTY;
+        p.bytes.get_mut(..d.len()).ok_or(Error::INVAL)?.copy_from_slice(d);
+        p.len = d.len();
+        Ok(p)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// A multicast membership of an id (joined in mcast.rs). Its address is
+/// the uid the kernel echoes in the join's events.
+pub struct Mc {
+    pub context: *mut libc::c_void,
+    /// The id's key in the ids table (no owner: the id owns the membership).
+    pub id_key: usize,
+    pub join_flags: u16,
+    pub addr: RawAddr,
+    /// The kernel's handle of the membership.
+    pub handle: AtomicU32,
+    /// Group GID and LID, learnt from the join event.
+    pub group: Mutex<(ibv_gid, u16)>,
+    /// Events of this membership the user has acked.
+    pub completed: AtomicU32,
+}
+
+// SAFETY: `context` is the caller's opaque value, never dereferenced.
+unsafe impl Send for Mc {}
+// SAFETY: as above.
+unsafe impl Sync for Mc {}
 
 /// State shared between the threads that use an id and the ones that read
-/// its events: guarded by `IdPriv::state`, waited on with `IdPriv::cond`.
+/// its events: guarded by `Id::state`, waited on with `Id::cond`.
 pub struct IdState {
+    /// The channel the id's events arrive on (changes with migration).
+    pub channel: Shared<Channel>,
     /// Events of this id the user has acked (or the library dropped).
     pub events_completed: u32,
     /// `rdma_resolve_addrinfo` in progress.
     pub resolving_ai: bool,
     /// Its result, until `rdma_query_addrinfo` takes it.
-    pub resolved_ai: *mut rdma_addrinfo,
-    /// Threads blocked in [`IdPriv::wait_acked`] (acks wake only these:
-    /// a condition-variable wake-up is a system call).
+    pub resolved_ai: Option<AddrInfoList>,
+    /// Threads blocked in [`Id::wait_acked`] (acks wake only these: a
+    /// condition-variable wake-up is a system call).
     pub waiters: u32,
     /// RDMA read depth and resources negotiated for the connection.
     pub initiator_depth: u8,
@@ -35,66 +91,266 @@ pub struct IdState {
     /// A CONNECT_RESPONSE could not be completed: the REJECTED or
     /// DISCONNECTED that follows is swallowed.
     pub connect_error: bool,
-    /// `ai_connect` of `rdma_create_ep`, sent before the user's private data
-    /// on the first connect.
-    pub connect_data: Vec<u8>,
+    /// `ai_connect` of `rdma_create_ep`, sent before the user's private
+    /// data on the first connect.
+    pub connect_data: PrivateData,
     /// ECE (vendor id, options): ours and the peer's.
     pub local_ece: (u32, u32),
     pub remote_ece: (u32, u32),
     /// Passive endpoints: the QP attributes `rdma_get_request` creates with.
     pub qp_init_attr: Option<ibv_qp_init_attr>,
     /// Multicast memberships of the id.
-    pub mcs: Vec<*mut super::mcast::McPriv>,
+    pub mcs: Vec<Shared<Mc>>,
 }
+
+// SAFETY: the raw pointers in qp_init_attr are the caller's libibverbs
+// objects, passed back to libibverbs only.
+unsafe impl Send for IdState {}
 
 #[repr(C)]
-pub struct IdPriv {
-    /// Must stay first: C code holds `&id`. The library writes the public
-    /// fields it fills (addresses, device, event stash) through the cell.
-    pub id: UnsafeCell<rdma_cm_id>,
+pub struct Id {
+    /// Must stay first: C holds its address.
+    public: UnsafeCell<rdma_cm_id>,
     /// The kernel's handle (set once the kernel made the id).
     handle: AtomicU32,
+    /// The fd of the id's channel (a copy of `state.channel`'s).
+    fd: AtomicI32,
     /// Created with a NULL channel: owns a private channel, calls block.
-    pub sync: AtomicBool,
-    pub dev: AtomicPtr<CmDevice>,
-    pub state: Mutex<IdState>,
-    pub cond: Condvar,
+    sync: AtomicBool,
+    /// `rdma_destroy_id` has begun: the C API no longer finds the id.
+    destroying: AtomicBool,
+    /// Recorded in the children table (made for a connection request).
+    child: AtomicBool,
+    /// The device the kernel bound the id to, once it has.
+    dev: OnceLock<DevUse>,
+    state: Mutex<IdState>,
+    cond: Condvar,
 }
 
-impl IdPriv {
+// SAFETY: the public struct is written only through raw pointers by the
+// thread doing an operation (as upstream); everything else is atomics,
+// mutexes and Send owners.
+unsafe impl Send for Id {}
+// SAFETY: as above.
+unsafe impl Sync for Id {}
+
+/// Live ids by the address C holds (the kernel echoes it as the uid).
+static IDS: Table<Shared<Id>> = Table::new();
+/// Ids made for connection requests, by kernel handle: their events carry
+/// no uid until they are accepted.
+static CHILDREN: Table<Shared<Id>> = Table::new();
+
+/// Getters and setters of plain public fields.
+macro_rules! public_fields {
+    ($($get:ident, $set:ident: $t:ty;)*) => {$(
+        pub fn $get(&self) -> $t {
+            // SAFETY: a field read in place (see the module comment).
+            unsafe { (*self.public.get()).$get }
+        }
+        pub fn $set(&self, v: $t) {
+            // SAFETY: a field written in place (see the module comment).
+            unsafe { (*self.public.get()).$get = v }
+        }
+    )*};
+}
+
+impl Id {
+    /// A new id on `channel`, not yet known to the kernel or the table.
+    pub fn new(
+        channel: Shared<Channel>,
+        context: *mut libc::c_void,
+        ps: u32,
+        qp_type: u32,
+        sync: bool,
+    ) -> Result<Shared<Id>> {
+        // SAFETY: all-zero is a valid rdma_cm_id (NULL pointers, zeros).
+        let mut public: rdma_cm_id = unsafe { std::mem::zeroed() };
+        public.channel = Channel::c_ptr(&channel);
+        public.context = context;
+        public.ps = ps;
+        public.qp_type = qp_type;
+        let fd = channel.fd();
+        Shared::try_new(Id {
+            public: UnsafeCell::new(public),
+            handle: AtomicU32::new(u32::MAX),
+            fd: AtomicI32::new(fd),
+            sync: AtomicBool::new(sync),
+            destroying: AtomicBool::new(false),
+            child: AtomicBool::new(false),
+            dev: OnceLock::new(),
+            state: Mutex::new(IdState {
+                channel,
+                events_completed: 0,
+                resolving_ai: false,
+                resolved_ai: None,
+                waiters: 0,
+                initiator_depth: 0,
+                responder_resources: 0,
+                connect_error: false,
+                connect_data: PrivateData::EMPTY,
+                local_ece: (0, 0),
+                remote_ece: (0, 0),
+                qp_init_attr: None,
+                mcs: Vec::new(),
+            }),
+            cond: Condvar::new(),
+        })
+    }
+
+    /// The pointer C holds (and the kernel's uid for the id).
+    pub fn c_ptr(this: &Shared<Id>) -> *mut rdma_cm_id {
+        Shared::as_ptr(this) as *mut rdma_cm_id
+    }
+
+    /// The table key of an id.
+    pub fn key(this: &Shared<Id>) -> usize {
+        Shared::as_ptr(this) as usize
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, IdState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The public id, for writing the fields the library fills.
-    #[allow(clippy::mut_from_ref)]
-    pub fn id_mut(&self) -> &mut rdma_cm_id {
-        // SAFETY: like upstream, fields of the public id are written by the
-        // library on behalf of the (single) thread using the id.
-        unsafe { &mut *self.id.get() }
-    }
-
-    /// The public id, for reading.
-    pub fn id(&self) -> &rdma_cm_id {
-        // SAFETY: as above.
-        unsafe { &*self.id.get() }
-    }
-
-    pub fn id_ptr(&self) -> *mut rdma_cm_id {
-        self as *const IdPriv as *mut rdma_cm_id
-    }
-
     pub fn handle(&self) -> u32 {
-        self.handle.load(Ordering::Relaxed)
+        self.handle.load(Ordering::Acquire)
     }
 
     pub fn set_handle(&self, h: u32) {
-        self.handle.store(h, Ordering::Relaxed)
+        self.handle.store(h, Ordering::Release)
     }
 
+    /// The fd of the id's channel.
     pub fn fd(&self) -> i32 {
-        // SAFETY: an id's channel is alive as long as the id.
-        unsafe { (*self.id().channel).fd }
+        self.fd.load(Ordering::Acquire)
+    }
+
+    pub fn is_sync(&self) -> bool {
+        self.sync.load(Ordering::Acquire)
+    }
+
+    /// Move the id to `ch` (under the state lock), returning the old one.
+    pub fn set_channel(&self, st: &mut IdState, ch: Shared<Channel>, sync: bool) -> Shared<Channel> {
+        self.fd.store(ch.fd(), Ordering::Release);
+        self.sync.store(sync, Ordering::Release);
+        self.set_channel_ptr(Channel::c_ptr(&ch));
+        std::mem::replace(&mut st.channel, ch)
+    }
+
+    /// Mark the id as being destroyed; false if it already was.
+    pub fn begin_destroy(&self) -> bool {
+        !self.destroying.swap(true, Ordering::AcqRel)
+    }
+
+    /// The destroy failed before anything was released: usable again.
+    pub fn end_destroy(&self) {
+        self.destroying.store(false, Ordering::Release)
+    }
+
+    /// The device the id is bound to, if any.
+    pub fn device(&self) -> Option<&DevUse> {
+        self.dev.get()
+    }
+
+    public_fields! {
+        verbs, set_verbs: *mut ibv_context;
+        context, set_context: *mut libc::c_void;
+        qp, set_qp: *mut ibv_qp;
+        ps, set_ps: u32;
+        port_num, set_port_num: u8;
+        event, set_event: *mut rdma_cm_event;
+        send_cq_channel, set_send_cq_channel: *mut ibv_comp_channel;
+        send_cq, set_send_cq: *mut ibv_cq;
+        recv_cq_channel, set_recv_cq_channel: *mut ibv_comp_channel;
+        recv_cq, set_recv_cq: *mut ibv_cq;
+        srq, set_srq: *mut ibv_srq;
+        pd, set_pd: *mut ibv_pd;
+        qp_type, set_qp_type: u32;
+    }
+
+    fn set_channel_ptr(&self, ch: *mut rdma_event_channel) {
+        // SAFETY: a field written in place.
+        unsafe { (*self.public.get()).channel = ch }
+    }
+
+    /// The public `channel` pointer.
+    pub fn channel_ptr(&self) -> *mut rdma_event_channel {
+        // SAFETY: a field read in place.
+        unsafe { (*self.public.get()).channel }
+    }
+
+    fn route(&self) -> *mut rdma_route {
+        // SAFETY: a place inside the public struct; no reference made.
+        unsafe { std::ptr::addr_of_mut!((*self.public.get()).route) }
+    }
+
+    /// Source (`src = true`) or destination address storage, as bytes.
+    fn addr_storage(&self, src: bool) -> *mut u8 {
+        let r = self.route();
+        // SAFETY: places inside the public struct.
+        unsafe {
+            if src {
+                std::ptr::addr_of_mut!((*r).addr.src) as *mut u8
+            } else {
+                std::ptr::addr_of_mut!((*r).addr.dst) as *mut u8
+            }
+        }
+    }
+
+    /// The source or destination address as stored in the public struct.
+    pub fn addr(&self, src: bool) -> RawAddr {
+        let mut b = [0u8; 128];
+        // SAFETY: the storage member is 128 bytes.
+        unsafe { std::ptr::copy_nonoverlapping(self.addr_storage(src), b.as_mut_ptr(), 128) };
+        let len = match u16::from_ne_bytes([b[0], b[1]]) as i32 {
+            libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
+            libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
+            AF_IB => std::mem::size_of::<sockaddr_ib>(),
+            _ => 128,
+        };
+        RawAddr::from_bytes(&b, len)
+    }
+
+    /// Store a kernel-reported address of `size` bytes (at most 128).
+    pub fn set_addr(&self, src: bool, bytes: &[u8], size: u16) {
+        let n = (size as usize).min(bytes.len()).min(128);
+        // SAFETY: n bytes fit the 128-byte storage member.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.addr_storage(src), n) };
+    }
+
+    /// Set the source and destination GIDs.
+    pub fn set_gids(&self, sgid: [u8; 16], dgid: [u8; 16]) {
+        let r = self.route();
+        // SAFETY: fields written in place.
+        unsafe {
+            (*r).addr.addr.ibaddr.sgid.raw = sgid;
+            (*r).addr.addr.ibaddr.dgid.raw = dgid;
+        }
+    }
+
+    fn set_pkey(&self, pkey: u16) {
+        // SAFETY: a field written in place.
+        unsafe { (*self.route()).addr.addr.ibaddr.pkey = pkey }
+    }
+
+    /// Replace the path records (the old array is freed).
+    fn set_paths(&self, arr: *mut ibv_sa_path_rec, n: i32) {
+        let r = self.route();
+        // SAFETY: fields in place; the old array is NULL or our malloc.
+        unsafe {
+            crate::cmem::free((*r).path_rec);
+            (*r).path_rec = arr;
+            (*r).num_paths = n;
+        }
+    }
+
+    /// Free the path records (the id is being destroyed).
+    pub fn free_paths(&self) {
+        self.set_paths(std::ptr::null_mut(), 0);
+    }
+
+    /// Network-order port of the source or destination address.
+    pub fn port(&self, src: bool) -> u16 {
+        self.addr(src).port_be()
     }
 
     /// One more event of this id is finished with.
@@ -106,56 +362,172 @@ impl IdPriv {
         }
     }
 
-    /// Block until `reported` events of this id have been acked (the
-    /// kernel's count from DESTROY_ID / MIGRATE_ID), holding only this id's
-    /// mutex, released while waiting.
-    pub fn wait_acked<'a>(&'a self, mut st: MutexGuard<'a, IdState>, reported: u32) -> MutexGuard<'a, IdState> {
+    /// Block until `done(state)` holds, holding only this id's mutex,
+    /// released while waiting (acks wake the waiter).
+    pub fn wait<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, IdState>,
+        done: impl Fn(&IdState) -> bool,
+    ) -> MutexGuard<'a, IdState> {
         st.waiters += 1;
-        while st.events_completed < reported {
+        while !done(&st) {
             st = self.cond.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         st.waiters -= 1;
         st
     }
-}
 
-/// Copy a caller's socket address at the length its family has, as
-/// upstream's `ucma_addrlen` decides it (AF_IB only where the kernel takes
-/// it); None for NULL and unknown families.
-///
-/// # Safety
-/// `addr` is NULL or readable for its family's length.
-pub unsafe fn addr_from_c(addr: *const libc::sockaddr) -> Option<RawAddr> {
-    if addr.is_null() {
-        return None;
+    /// Block until `reported` events of this id have been acked (the
+    /// kernel's count from DESTROY_ID / MIGRATE_ID).
+    pub fn wait_acked<'a>(&'a self, st: MutexGuard<'a, IdState>, reported: u32) -> MutexGuard<'a, IdState> {
+        self.wait(st, |s| s.events_completed >= reported)
     }
-    let len = match (*addr).sa_family as i32 {
-        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
-        libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
-        AF_IB if ucma::af_ib_support() => std::mem::size_of::<sockaddr_ib>(),
-        _ => return None,
-    };
-    RawAddr::from_ptr(addr, len as u32).ok()
-}
 
-/// Make a new event channel (an open of the ucma device).
-pub fn create_channel() -> Result<*mut rdma_event_channel> {
-    super::init()?;
-    let fd = ucma::open()?.into_raw_fd();
-    let ch = Box::into_raw(Box::new(registry::ChannelPriv::new(fd))) as *mut rdma_event_channel;
-    registry::add_channel(ch);
-    Ok(ch)
-}
+    /// Wake the threads waiting on this id (a membership's ack).
+    pub fn notify_waiters(&self, st: &IdState) {
+        if st.waiters > 0 {
+            self.cond.notify_all();
+        }
+    }
 
-/// Close and free a channel. Refused (EBUSY) while ids live on it, and
-/// (EINVAL) for a pointer that is not a live channel.
-pub fn destroy_channel(ch: *mut rdma_event_channel) -> Result<()> {
-    registry::remove_channel(ch)?;
-    // SAFETY: a live channel we made with Box, now unregistered.
-    let b = unsafe { Box::from_raw(ch as *mut registry::ChannelPriv) };
-    // SAFETY: the channel owned this fd.
-    unsafe { libc::close(b.ch.fd) };
-    Ok(())
+    /// The transport of the id's device, if it has one.
+    pub fn transport(&self) -> Option<i32> {
+        // SAFETY: the context stays open while the id uses the device.
+        self.device().map(|u| unsafe { verbs::transport_type(u.opened().verbs) })
+    }
+
+    /// The link layer of the id's port, as read when its device was opened.
+    pub fn link_layer(&self) -> Option<i32> {
+        let port = self.port_num() as usize;
+        self.device()?.opened().link_layers.get(port.checked_sub(1)?).copied()
+    }
+
+    /// Whether the id's port speaks RoCE (InfiniBand transport over an
+    /// Ethernet link layer).
+    fn on_roce_port(&self) -> bool {
+        self.transport() == Some(crate::verbs::IBV_TRANSPORT_IB)
+            && self.link_layer() == Some(crate::verbs::IBV_LINK_LAYER_ETHERNET)
+    }
+
+    /// QUERY(ADDR): source/destination, and the device once the kernel
+    /// knows it (an id keeps the first device it is bound to).
+    pub fn query_addr(&self) -> Result<()> {
+        let resp = ucma::query_addr(self.fd(), self.handle())?;
+        self.set_addr(true, &resp.src_addr, resp.src_size);
+        self.set_addr(false, &resp.dst_addr, resp.dst_size);
+        if self.dev.get().is_none() && resp.node_guid != 0 {
+            let u = DevUse::acquire(device::get(resp.node_guid, resp.ibdev_index)?, true)?;
+            self.set_verbs(u.opened().verbs);
+            self.set_pd(u.pd());
+            self.set_port_num(resp.port_num);
+            self.set_pkey(resp.pkey);
+            let _ = self.dev.set(u);
+        }
+        Ok(())
+    }
+
+    /// QUERY(GID): the source and destination GIDs.
+    pub fn query_gid(&self) -> Result<()> {
+        let resp = ucma::query_gid(self.fd(), self.handle())?;
+        // Each address is a sockaddr_ib whose GID sits at offset 8.
+        let gid = |a: &[u8; 128]| -> [u8; 16] { a[8..24].try_into().expect("16 bytes") };
+        self.set_gids(gid(&resp.src_addr), gid(&resp.dst_addr));
+        Ok(())
+    }
+
+    /// Source and destination GIDs after [`query_addr`](Self::query_addr).
+    /// Where the kernel's QUERY(GID) answer is a function of what the id
+    /// already knows, it is computed here, saving a round trip (the
+    /// kernel's `rdma_read_gids`): no device gives zero GIDs, a RoCE port
+    /// the GIDs of the IP addresses. InfiniBand, iWARP and AF_IB addresses
+    /// still ask the kernel.
+    pub fn fill_gids(&self) -> Result<()> {
+        let (src, dst) = (self.addr(true), self.addr(false));
+        let gids = if self.dev.get().is_none() {
+            let not_ib = |a: &RawAddr| a.family() != AF_IB;
+            (not_ib(&src) && not_ib(&dst)).then_some(([0u8; 16], [0u8; 16]))
+        } else if self.on_roce_port() {
+            ip2gid(&src).zip(ip2gid(&dst))
+        } else {
+            None
+        };
+        match gids {
+            Some((s, d)) => {
+                self.set_gids(s, d);
+                Ok(())
+            }
+            None => self.query_gid(),
+        }
+    }
+
+    /// QUERY(PATH): replace `route.path_rec` (upstream leaks the old array).
+    pub fn query_path(&self) -> Result<()> {
+        let resp = ucma::query_path(self.fd(), self.handle())?;
+        let n = (resp.num_paths as usize).min(cmd::MAX_QUERY_PATHS);
+        if n == 0 {
+            return Ok(());
+        }
+        let arr = crate::cmem::malloc(n * std::mem::size_of::<ibv_sa_path_rec>())?.as_ptr() as *mut ibv_sa_path_rec;
+        for (i, pd) in resp.path_data[..n].iter().enumerate() {
+            // SAFETY: arr has room for n records.
+            unsafe { arr.add(i).write(convert_path(pd)) };
+        }
+        self.set_paths(arr, n as i32);
+        Ok(())
+    }
+
+    /// BIND, then the address, device and GIDs the kernel settled on.
+    pub fn bind(&self, addr: &RawAddr) -> Result<()> {
+        ucma::bind(self.fd(), self.handle(), addr)?;
+        self.query_addr()?;
+        self.fill_gids()
+    }
+
+    /// RESOLVE_ADDR; the destination is recorded at once (ADDR_RESOLVED
+    /// follows on the channel).
+    pub fn resolve_addr(&self, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: i32) -> Result<()> {
+        ucma::resolve_addr(self.fd(), self.handle(), src, dst, timeout_ms as u32)?;
+        self.set_addr(false, dst.as_bytes(), dst.len() as u16);
+        Ok(())
+    }
+
+    /// RESOLVE_ROUTE (or, on InfiniBand with ibacm, the route ibacm gives);
+    /// ROUTE_RESOLVED follows on the channel.
+    pub fn resolve_route(&self, timeout_ms: i32) -> Result<()> {
+        // Upstream dereferences id->verbs unchecked: no device, no route.
+        let t = self.transport().ok_or(Error::INVAL)?;
+        if t != crate::verbs::IBV_TRANSPORT_IB || self.set_ib_route().is_err() {
+            ucma::resolve_route(self.fd(), self.handle(), timeout_ms as u32)?;
+        }
+        Ok(())
+    }
+
+    /// Ask ibacm for a route and install it with RDMA_OPTION_IB_PATH; the
+    /// kernel then reports ROUTE_RESOLVED itself.
+    fn set_ib_route(&self) -> Result<()> {
+        let known = |a: RawAddr| matches!(a.family(), libc::AF_INET | libc::AF_INET6 | AF_IB).then_some(a);
+        let h = crate::addr::model::Hints::plain(RAI_ROUTEONLY, 0, 0, 0);
+        let ai = crate::addr::model::AddrInfo {
+            src: known(self.addr(true)),
+            dst: known(self.addr(false)),
+            ..Default::default()
+        };
+        let out = crate::addr::acm::resolve(ai, &h);
+        let route = &out.last().ok_or(Error::Errno(libc::ENOENT))?.route;
+        if route.is_empty() {
+            return Err(Error::Errno(libc::ENOENT));
+        }
+        self.set_option(RDMA_OPTION_IB as u32, RDMA_OPTION_IB_PATH as u32, KernelBuf::of(route))
+    }
+
+    /// SET_OPTION (the kernel reads the value and checks its length).
+    pub fn set_option(&self, level: u32, optname: u32, val: KernelBuf) -> Result<()> {
+        ucma::set_option(self.fd(), self.handle(), level, optname, val)
+    }
+
+    pub fn notify(&self, event: u32) -> Result<()> {
+        ucma::notify(self.fd(), self.handle(), event)
+    }
 }
 
 /// The QP type upstream gives a port space.
@@ -167,229 +539,65 @@ pub fn qp_type_of(ps: u32) -> u32 {
     }
 }
 
-/// A new private id (not yet known to the kernel or the registry), built
-/// in its heap slot (no copy of the large public struct).
-pub fn new_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32, qp_type: u32, sync: bool) -> *mut IdPriv {
-    let mut b = Box::<IdPriv>::new_uninit();
-    let p = b.as_mut_ptr();
-    // SAFETY: every field is written before assume_init; all-zero is a
-    // valid rdma_cm_id (NULL pointers, zero fields).
-    unsafe {
-        let id = std::ptr::addr_of_mut!((*p).id) as *mut rdma_cm_id;
-        id.write_bytes(0, 1);
-        (*id).channel = ch;
-        (*id).context = context;
-        (*id).ps = ps;
-        (*id).qp_type = qp_type;
-        std::ptr::addr_of_mut!((*p).handle).write(AtomicU32::new(u32::MAX));
-        std::ptr::addr_of_mut!((*p).sync).write(AtomicBool::new(sync));
-        std::ptr::addr_of_mut!((*p).dev).write(AtomicPtr::new(std::ptr::null_mut()));
-        std::ptr::addr_of_mut!((*p).state).write(Mutex::new(IdState {
-            events_completed: 0,
-            resolving_ai: false,
-            resolved_ai: std::ptr::null_mut(),
-            waiters: 0,
-            initiator_depth: 0,
-            responder_resources: 0,
-            connect_error: false,
-            connect_data: Vec::new(),
-            local_ece: (0, 0),
-            remote_ece: (0, 0),
-            qp_init_attr: None,
-            mcs: Vec::new(),
-        }));
-        std::ptr::addr_of_mut!((*p).cond).write(Condvar::new());
-        Box::into_raw(b.assume_init())
-    }
+/// Record a new id as live (before the kernel knows it: no event can name
+/// it before CREATE_ID returns).
+pub fn register(id: &Shared<Id>) -> Result<()> {
+    IDS.insert(Id::key(id), id.clone())
 }
 
-/// `rdma_create_id`; `qp_type` follows the port space as upstream.
-pub fn create_id(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32) -> Result<*mut rdma_cm_id> {
-    create_id_typed(ch, context, ps, qp_type_of(ps))
-}
-
-/// `rdma_create_id` with an explicit QP type (`rdma_create_ep`).
-pub fn create_id_typed(ch: *mut rdma_event_channel, context: *mut libc::c_void, ps: u32, qp_type: u32) -> Result<*mut rdma_cm_id> {
-    super::init()?;
-    let (ch, sync) = if ch.is_null() {
-        (create_channel()?, true)
-    } else {
-        (ch, false)
-    };
-    let p = new_id(ch, context, ps, qp_type, sync);
-    // One registry step checks the channel and records the id (which the
-    // kernel does not know yet: no event can name it before the write).
-    let r = registry::add_id(p, ch).and_then(|()| {
-        // SAFETY: ch is live (checked under the registry lock, and pinned
-        // by the id now counted on it).
-        let fd = unsafe { (*ch).fd };
-        ucma::create_id(fd, p as u64, ps as u16, qp_type as u8).inspect_err(|_| registry::remove_id(p, ch))
-    });
-    match r {
-        Ok(handle) => {
-            // SAFETY: p is ours; nobody but the registry knows it yet.
-            unsafe { (*p).set_handle(handle) };
-            Ok(p as *mut rdma_cm_id)
-        }
-        Err(e) => {
-            // SAFETY: unregistered, never seen by the kernel.
-            drop(unsafe { Box::from_raw(p) });
-            if sync {
-                let _ = destroy_channel(ch);
-            }
-            Err(e)
-        }
-    }
-}
-
-/// `rdma_destroy_id`: waits until every event the kernel reported for the
-/// id has been acked, holding no lock but the id's own condition wait.
-pub fn destroy_id(idp: &IdPriv) -> Result<()> {
-    let reported = ucma::destroy_id(idp.fd(), idp.handle())?;
-    let id = idp.id_mut();
-    if !id.event.is_null() {
-        let ev = std::mem::replace(&mut id.event, std::ptr::null_mut());
-        let _ = ack_event(ev);
-    }
-    let (ai, mcs) = {
-        let mut st = idp.wait_acked(idp.lock(), reported);
-        (std::mem::replace(&mut st.resolved_ai, std::ptr::null_mut()), std::mem::take(&mut st.mcs))
-    };
-    let p = idp as *const IdPriv as *mut IdPriv;
-    let ch = id.channel;
-    registry::remove_id(p, ch);
-    let dev = idp.dev.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    if !dev.is_null() {
-        device::lock().put(dev);
-    }
-    // SAFETY: path_rec is NULL or our malloc'd array.
-    unsafe { libc::free(id.route.path_rec as *mut libc::c_void) };
-    id.route.path_rec = std::ptr::null_mut();
-    crate::addr::getaddrinfo::free_list(ai);
-    // Memberships die with the kernel id; upstream leaks their records.
-    super::mcast::free_records(&mcs);
-    if idp.sync.load(Ordering::Acquire) {
-        let _ = destroy_channel(ch);
-    }
-    // SAFETY: unregistered; the kernel id is gone and every event acked.
-    drop(unsafe { Box::from_raw(p) });
+/// A child id (made for a connection request) whose events come without a
+/// uid until it is accepted.
+pub fn register_child(id: &Shared<Id>) -> Result<()> {
+    CHILDREN.insert(id.handle() as usize, id.clone())?;
+    id.child.store(true, Ordering::Release);
     Ok(())
 }
 
-/// Copy a kernel-provided address into an id's storage (at most 128 bytes).
-fn copy_addr(dst: &mut libc::sockaddr_storage, src: &[u8], size: u16) {
-    let n = (size as usize).min(src.len()).min(std::mem::size_of::<libc::sockaddr_storage>());
-    // SAFETY: n bytes fit both buffers.
-    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut _ as *mut u8, n) };
+/// Forget an id (and its child entry).
+pub fn unregister(id: &Shared<Id>) {
+    IDS.remove(Id::key(id));
+    if id.child.swap(false, Ordering::AcqRel) {
+        CHILDREN.remove(id.handle() as usize);
+    }
 }
 
-/// QUERY(ADDR): source/destination, and the device once the kernel knows it.
-pub fn query_addr(idp: &IdPriv) -> Result<()> {
-    let mut resp = cmd::QueryAddrResp::zeroed();
-    resp.ibdev_index = device::INVALID_INDEX;
-    ucma::query(idp.fd(), idp.handle(), cmd::QUERY_ADDR, &mut resp)?;
-    let id = idp.id_mut();
-    // SAFETY: the storage members of the address unions are plain bytes.
-    unsafe {
-        copy_addr(&mut id.route.addr.src.src_storage, &resp.src_addr, resp.src_size);
-        copy_addr(&mut id.route.addr.dst.dst_storage, &resp.dst_addr, resp.dst_size);
-    }
-    if idp.dev.load(Ordering::Acquire).is_null() && resp.node_guid != 0 {
-        let mut devs = device::lock();
-        let d = devs.get(resp.node_guid, resp.ibdev_index)?;
-        idp.dev.store(d, Ordering::Release);
-        // SAFETY: d is a live entry we hold a reference on.
-        unsafe {
-            id.verbs = (*d).verbs;
-            id.pd = (*d).pd;
-        }
-        id.port_num = resp.port_num;
-        id.route.addr.addr.ibaddr.pkey = resp.pkey;
-    }
-    Ok(())
+/// The live id C names; EINVAL for anything else (NULL, destroyed or being
+/// destroyed, never ours).
+pub fn lookup(ptr: *const rdma_cm_id) -> Result<Shared<Id>> {
+    IDS.with(ptr as usize, |v| v.filter(|i| !i.destroying.load(Ordering::Acquire)).cloned()).ok_or(Error::INVAL)
 }
 
-/// QUERY(GID): the source and destination GIDs.
-pub fn query_gid(idp: &IdPriv) -> Result<()> {
-    let mut resp = cmd::QueryAddrResp::zeroed();
-    ucma::query(idp.fd(), idp.handle(), cmd::QUERY_GID, &mut resp)?;
-    let id = idp.id_mut();
-    // Each address is a sockaddr_ib whose GID sits at offset 8.
-    // SAFETY: plain union fields.
-    unsafe {
-        id.route.addr.addr.ibaddr.sgid.raw.copy_from_slice(&resp.src_addr[8..24]);
-        id.route.addr.addr.ibaddr.dgid.raw.copy_from_slice(&resp.dst_addr[8..24]);
-    }
-    Ok(())
+/// The id the kernel names by uid, also while it is being destroyed (its
+/// events must still be counted).
+pub fn lookup_uid(uid: u64) -> Option<Shared<Id>> {
+    IDS.get(uid as usize)
+}
+
+/// A not yet accepted child id by its kernel handle.
+pub fn lookup_child(handle: u32) -> Option<Shared<Id>> {
+    CHILDREN.get(handle as usize)
 }
 
 /// The GID the kernel's `rdma_ip2gid` derives from an IP address: IPv4
 /// v4-mapped, IPv6 as is; an unset address (family 0) leaves zeros. None
 /// for anything else (AF_IB carries its own GID: ask the kernel).
-fn ip2gid(a: &libc::sockaddr_storage) -> Option<[u8; 16]> {
+fn ip2gid(a: &RawAddr) -> Option<[u8; 16]> {
     let mut g = [0u8; 16];
-    match a.ss_family as i32 {
+    match a.family() {
         0 => {}
         libc::AF_INET => {
-            // SAFETY: an AF_INET storage holds a sockaddr_in.
-            let sin = unsafe { &*(a as *const _ as *const libc::sockaddr_in) };
             g[10] = 0xff;
             g[11] = 0xff;
-            g[12..].copy_from_slice(&sin.sin_addr.s_addr.to_ne_bytes());
+            g[12..].copy_from_slice(&a.as_in()?.sin_addr.s_addr.to_ne_bytes());
         }
-        libc::AF_INET6 => {
-            // SAFETY: an AF_INET6 storage holds a sockaddr_in6.
-            let sin6 = unsafe { &*(a as *const _ as *const libc::sockaddr_in6) };
-            g = sin6.sin6_addr.s6_addr;
-        }
+        libc::AF_INET6 => g = a.as_in6()?.sin6_addr.s6_addr,
         _ => return None,
     }
     Some(g)
 }
 
-/// The link layer of the id's port, as read when its device was opened.
-pub fn link_layer(idp: &IdPriv) -> Option<i32> {
-    let d = idp.dev.load(Ordering::Acquire);
-    let port = idp.id().port_num as usize;
-    if d.is_null() || port == 0 {
-        return None;
-    }
-    // SAFETY: the id holds a reference on its device; link_layers is fixed
-    // once the device is open.
-    unsafe { (&(*d).link_layers).get(port - 1).copied() }
-}
-
-/// Whether the id's port speaks RoCE (InfiniBand transport over an
-/// Ethernet link layer).
-fn on_roce_port(idp: &IdPriv) -> bool {
-    transport(idp) == Some(crate::verbs::IBV_TRANSPORT_IB) && link_layer(idp) == Some(crate::verbs::IBV_LINK_LAYER_ETHERNET)
-}
-
-/// Source and destination GIDs after `query_addr`. Where the kernel's
-/// QUERY(GID) answer is a function of what the id already knows it is
-/// computed here, saving a round trip (kernel `rdma_read_gids`): no device
-/// gives zero GIDs, a RoCE port the GIDs of the IP addresses. InfiniBand,
-/// iWARP and AF_IB addresses still ask the kernel.
-pub fn fill_gids(idp: &IdPriv) -> Result<()> {
-    let id = idp.id_mut();
-    // SAFETY: the storage members of the address unions are plain bytes.
-    let (src, dst) = unsafe { (&id.route.addr.src.src_storage, &id.route.addr.dst.dst_storage) };
-    let gids = if idp.dev.load(Ordering::Acquire).is_null() {
-        let not_ib = |a: &libc::sockaddr_storage| a.ss_family as i32 != libc::AF_IB;
-        (not_ib(src) && not_ib(dst)).then_some(([0u8; 16], [0u8; 16]))
-    } else if on_roce_port(idp) {
-        ip2gid(src).zip(ip2gid(dst))
-    } else {
-        None
-    };
-    let Some((s, d)) = gids else { return query_gid(idp) };
-    id.route.addr.addr.ibaddr.sgid.raw = s;
-    id.route.addr.addr.ibaddr.dgid.raw = d;
-    Ok(())
-}
-
-/// Kernel path record → `ibv_sa_path_rec` (reference §4.7). The 6-bit
-/// MTU/rate/lifetime values keep all six bits (upstream masks with 0x1F).
+/// Kernel path record → `ibv_sa_path_rec`. The 6-bit MTU/rate/lifetime
+/// values keep all six bits (upstream masks with 0x1F).
 fn convert_path(p: &cmd::PathRecData) -> ibv_sa_path_rec {
     // SAFETY: PathRecData.path_rec is the 64-byte ibv_path_record.
     let rec: ibv_path_record = unsafe { std::mem::transmute(p.path_rec) };
@@ -417,200 +625,10 @@ fn convert_path(p: &cmd::PathRecData) -> ibv_sa_path_rec {
     }
 }
 
-/// QUERY(PATH): replace `route.path_rec` (upstream leaks the old array).
-pub fn query_path(idp: &IdPriv) -> Result<()> {
-    // SAFETY: plain data.
-    let mut resp: cmd::QueryPathResp = unsafe { std::mem::zeroed() };
-    ucma::query(idp.fd(), idp.handle(), cmd::QUERY_PATH, &mut resp)?;
-    let n = (resp.num_paths as usize).min(cmd::MAX_QUERY_PATHS);
-    let id = idp.id_mut();
-    if n == 0 {
-        return Ok(());
-    }
-    let size = n * std::mem::size_of::<ibv_sa_path_rec>();
-    let arr = crate::addr::getaddrinfo::cmalloc(size)? as *mut ibv_sa_path_rec;
-    for (i, pd) in resp.path_data[..n].iter().enumerate() {
-        // SAFETY: arr has room for n records.
-        unsafe { arr.add(i).write(convert_path(pd)) };
-    }
-    // SAFETY: the previous array was ours (or NULL).
-    unsafe { libc::free(id.route.path_rec as *mut libc::c_void) };
-    id.route.path_rec = arr;
-    id.route.num_paths = n as i32;
-    Ok(())
-}
-
-/// The transport of the id's device, if it has one.
-pub fn transport(idp: &IdPriv) -> Option<i32> {
-    let v = idp.id().verbs;
-    // SAFETY: verbs is an open context while the id holds its device.
-    (!v.is_null()).then(|| unsafe { crate::verbs::transport_type(v) })
-}
-
-/// Sync ids: wait for this operation's event on the private channel and
-/// turn its status into errno (upstream's `ucma_complete`). Unlike upstream
-/// the event type is checked: an unexpected event is an error (EPROTO, or
-/// its status), left in `id->event` for the caller to inspect.
-pub fn complete(idp: &IdPriv, expected: &[u32]) -> Result<()> {
-    if !idp.sync.load(Ordering::Acquire) {
-        return Ok(());
-    }
-    let id = idp.id_mut();
-    if !id.event.is_null() {
-        let ev = std::mem::replace(&mut id.event, std::ptr::null_mut());
-        let _ = ack_event(ev);
-    }
-    let ev = event::get_event(id.channel)?;
-    id.event = ev;
-    // SAFETY: ev is a live event just returned.
-    let (ty, status) = unsafe { ((*ev).event, (*ev).status) };
-    if status != 0 {
-        return Err(Error::Errno(if ty == rdma_cm_event_type::RDMA_CM_EVENT_REJECTED as u32 {
-            libc::ECONNREFUSED
-        } else {
-            status.abs()
-        }));
-    }
-    if !expected.contains(&ty) {
-        return Err(Error::Errno(libc::EPROTO));
-    }
-    Ok(())
-}
-
-use rdma_cm_event_type as E;
-
-pub fn bind_addr(idp: &IdPriv, addr: *const libc::sockaddr) -> Result<()> {
-    // SAFETY: the caller passes a socket address of its family's length.
-    let a = unsafe { addr_from_c(addr) }.ok_or(Error::Errno(libc::EINVAL))?;
-    ucma::bind(idp.fd(), idp.handle(), &a)?;
-    query_addr(idp)?;
-    fill_gids(idp)
-}
-
-pub fn resolve_addr(idp: &IdPriv, src: *const libc::sockaddr, dst: *const libc::sockaddr, timeout_ms: i32) -> Result<()> {
-    // SAFETY: as in bind_addr.
-    let d = unsafe { addr_from_c(dst) }.ok_or(Error::Errno(libc::EINVAL))?;
-    // SAFETY: as above.
-    let s = unsafe { addr_from_c(src) };
-    if !src.is_null() && s.is_none() {
-        return Err(Error::Errno(libc::EINVAL));
-    }
-    ucma::resolve_addr(idp.fd(), idp.handle(), s.as_ref(), &d, timeout_ms as u32)?;
-    let id = idp.id_mut();
-    // SAFETY: storage member of a plain union.
-    unsafe { copy_addr(&mut id.route.addr.dst.dst_storage, d.as_bytes(), d.len() as u16) };
-    complete(idp, &[E::RDMA_CM_EVENT_ADDR_RESOLVED as u32, E::RDMA_CM_EVENT_ADDR_ERROR as u32])
-}
-
-/// Ask ibacm for a route and install it with RDMA_OPTION_IB_PATH; the
-/// kernel then reports ROUTE_RESOLVED itself.
-fn set_ib_route(idp: &IdPriv) -> Result<()> {
-    let id = idp.id();
-    // SAFETY: the address unions hold whatever the kernel reported.
-    let (src, dst) = unsafe {
-        (addr_from_c(&id.route.addr.src.src_addr), addr_from_c(&id.route.addr.dst.dst_addr))
-    };
-    // SAFETY: all-zero hints; only flags matter to the ibacm request.
-    let mut hints: rdma_addrinfo = unsafe { std::mem::zeroed() };
-    hints.ai_flags = RAI_ROUTEONLY;
-    let h = crate::addr::getaddrinfo::Hints::new(Some(&hints));
-    let ai = crate::addr::getaddrinfo::AddrInfo { src, dst, ..Default::default() };
-    let out = crate::addr::acm::resolve(ai, &h);
-    let route = &out.last().ok_or(Error::Errno(libc::ENOENT))?.route;
-    if route.is_empty() {
-        return Err(Error::Errno(libc::ENOENT));
-    }
-    let len = std::mem::size_of_val(&route[..]);
-    ucma::set_option(idp.fd(), idp.handle(), RDMA_OPTION_IB as u32, RDMA_OPTION_IB_PATH as u32, route.as_ptr() as u64, len as u32)
-}
-
-pub fn resolve_route(idp: &IdPriv, timeout_ms: i32) -> Result<()> {
-    // Upstream dereferences id->verbs unchecked: no device, no route.
-    let t = transport(idp).ok_or(Error::Errno(libc::EINVAL))?;
-    if t != crate::verbs::IBV_TRANSPORT_IB || set_ib_route(idp).is_err() {
-        ucma::resolve_route(idp.fd(), idp.handle(), timeout_ms as u32)?;
-    }
-    complete(idp, &[E::RDMA_CM_EVENT_ROUTE_RESOLVED as u32, E::RDMA_CM_EVENT_ROUTE_ERROR as u32])
-}
-
-pub fn set_option(idp: &IdPriv, level: i32, optname: i32, optval: *mut libc::c_void, optlen: usize) -> Result<()> {
-    // The kernel reads optval itself and checks optlen per option.
-    let optlen = u32::try_from(optlen).map_err(|_| Error::Errno(libc::EINVAL))?;
-    ucma::set_option(idp.fd(), idp.handle(), level as u32, optname as u32, optval as u64, optlen)
-}
-
-pub fn notify(idp: &IdPriv, event: u32) -> Result<()> {
-    ucma::notify(idp.fd(), idp.handle(), event)
-}
-
-/// `rdma_migrate_id`: move the id to `ch` (NULL: a new private channel).
-pub fn migrate(idp: &IdPriv, ch: *mut rdma_event_channel) -> Result<()> {
-    let was_sync = idp.sync.load(Ordering::Acquire);
-    if was_sync && ch.is_null() {
-        return Err(Error::Errno(libc::EINVAL));
-    }
-    let new_sync = ch.is_null();
-    let ch = if new_sync {
-        create_channel()?
-    } else {
-        registry::channel_fd(ch)?;
-        ch
-    };
-    let id = idp.id_mut();
-    let old = id.channel;
-    // SAFETY: ch is live.
-    let new_fd = unsafe { (*ch).fd };
-    let reported = match ucma::migrate_id(new_fd, idp.handle(), idp.fd()) {
-        Ok(n) => n,
-        Err(e) => {
-            if new_sync {
-                let _ = destroy_channel(ch);
-            }
-            return Err(e);
-        }
-    };
-    registry::move_id(old, ch);
-    if was_sync {
-        if !id.event.is_null() {
-            let ev = std::mem::replace(&mut id.event, std::ptr::null_mut());
-            let _ = ack_event(ev);
-        }
-        let _ = destroy_channel(old);
-    }
-    let st = idp.lock();
-    idp.sync.store(new_sync, Ordering::Release);
-    id.channel = ch;
-    drop(idp.wait_acked(st, reported));
-    Ok(())
-}
-
-/// The port of an address in network byte order (sin/sin6 port, low 16
-/// bits of an AF_IB service id), as `rdma_get_src_port`.
-pub fn port_of(a: &libc::sockaddr_storage) -> u16 {
-    // SAFETY: reading a sockaddr_storage as the family it says it is.
-    unsafe {
-        let p = a as *const _ as *const libc::sockaddr;
-        match (*p).sa_family as i32 {
-            libc::AF_INET => (*(p as *const libc::sockaddr_in)).sin_port,
-            libc::AF_INET6 => (*(p as *const libc::sockaddr_in6)).sin6_port,
-            AF_IB => ((u64::from_be((*(p as *const sockaddr_ib)).sib_sid) & 0xffff) as u16).to_be(),
-            _ => 0,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::ip2gid;
-
-    fn storage<T>(a: &T) -> libc::sockaddr_storage {
-        // SAFETY: T is a sockaddr no larger than the storage.
-        unsafe {
-            let mut s: libc::sockaddr_storage = std::mem::zeroed();
-            std::ptr::copy_nonoverlapping(a as *const T as *const u8, &mut s as *mut _ as *mut u8, std::mem::size_of::<T>());
-            s
-        }
-    }
+    use crate::sockaddr::RawAddr;
 
     #[test]
     fn ip2gid_follows_the_kernel() {
@@ -622,17 +640,17 @@ mod tests {
         sin.sin_addr.s_addr = u32::from_ne_bytes([192, 0, 2, 1]);
         let mut want = [0u8; 16];
         want[10..].copy_from_slice(&[0xff, 0xff, 192, 0, 2, 1]);
-        assert_eq!(ip2gid(&storage(&sin)), Some(want));
+        assert_eq!(ip2gid(&RawAddr::from_in(&sin)), Some(want));
         // IPv6: the address itself.
+        // SAFETY: as above.
         let mut sin6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
         sin6.sin6_family = libc::AF_INET6 as u16;
         sin6.sin6_addr.s6_addr = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
-        assert_eq!(ip2gid(&storage(&sin6)), Some(sin6.sin6_addr.s6_addr));
+        assert_eq!(ip2gid(&RawAddr::from_in6(&sin6)), Some(sin6.sin6_addr.s6_addr));
         // Unset: zeros; AF_IB (own GID) and others: ask the kernel.
-        let unset: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        assert_eq!(ip2gid(&unset), Some([0; 16]));
-        let mut ib = unset;
-        ib.ss_family = super::AF_IB as u16;
-        assert_eq!(ip2gid(&ib), None);
+        assert_eq!(ip2gid(&RawAddr::from_bytes(&[0; 128], 128)), Some([0; 16]));
+        let mut ib = [0u8; 128];
+        ib[..2].copy_from_slice(&(super::AF_IB as u16).to_ne_bytes());
+        assert_eq!(ip2gid(&RawAddr::from_bytes(&ib, 48)), None);
     }
 }

@@ -1,18 +1,20 @@
 //! `rdma_resolve_addrinfo`, `rdma_query_addrinfo`, `rdma_write_cm_event`
-//! (RDMACM_1.4, reference §4.9). Both paths need Linux ≥ 6.17: the DNS path
-//! delivers its result through WRITE_CM_EVENT, the SA path through
-//! RESOLVE_IB_SERVICE.
+//! (RDMACM_1.4). Both paths need Linux ≥ 6.17: the DNS path delivers its
+//! result through WRITE_CM_EVENT, the SA path through RESOLVE_IB_SERVICE.
+//! The commands and the handler of ADDRINFO_RESOLVED; waiting on a sync id
+//! is the business of `ops`.
 //!
 //! Differences from upstream v65: every failure sets a positive errno
 //! (upstream can leave -1 or a negative EAI code in errno), and the id's
 //! mutex is never held across a blocking wait.
 
-use super::event::EventPriv;
-use super::id::{self, IdPriv};
+use super::events::Event;
+use super::id::Id;
 use crate::abi::*;
-use crate::addr::getaddrinfo::{self, AddrInfo};
-use crate::addr::RawAddr;
+use crate::addr::getaddrinfo;
+use crate::addr::model::{AddrInfo, Hints};
 use crate::error::{Error, Result};
+use crate::sockaddr::RawAddr;
 use crate::ucma::{self, cmd};
 use std::ffi::CStr;
 
@@ -25,7 +27,7 @@ pub fn eai_to_errno(code: i32) -> i32 {
         libc::EAI_NONAME | libc::EAI_NODATA => libc::ENOENT,
         libc::EAI_AGAIN => libc::EAGAIN,
         libc::EAI_MEMORY => libc::ENOMEM,
-        libc::EAI_FAMILY | getaddrinfo::EAI_ADDRFAMILY => libc::EAFNOSUPPORT,
+        libc::EAI_FAMILY | crate::addr::model::EAI_ADDRFAMILY => libc::EAFNOSUPPORT,
         libc::EAI_SOCKTYPE => libc::ESOCKTNOSUPPORT,
         libc::EAI_SERVICE => libc::EPROTONOSUPPORT,
         libc::EAI_SYSTEM => match crate::error::errno() {
@@ -36,14 +38,14 @@ pub fn eai_to_errno(code: i32) -> i32 {
     }
 }
 
-fn positive(e: Error) -> Error {
+pub fn positive(e: Error) -> Error {
     match e {
         Error::Eai(code) => Error::Errno(eai_to_errno(code)),
         e => e,
     }
 }
 
-pub fn clear_resolving(idp: &IdPriv) {
+pub fn clear_resolving(idp: &Id) {
     idp.lock().resolving_ai = false;
 }
 
@@ -71,32 +73,30 @@ pub fn parse_service_id(s: &[u8]) -> Option<u64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
-fn resolve_sa(idp: &IdPriv, service: Option<&CStr>) -> Result<()> {
-    let service = service.ok_or(Error::Errno(libc::EINVAL))?;
+/// RESOLVE_IB_SERVICE by id or name.
+fn resolve_sa(idp: &Id, service: Option<&CStr>) -> Result<()> {
+    let service = service.ok_or(Error::INVAL)?;
     let b = service.to_bytes();
-    ucma::resolve_ib_service(idp.fd(), idp.handle(), parse_service_id(b), b)?;
-    id::complete(idp, &[E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u32, E::RDMA_CM_EVENT_ADDRINFO_ERROR as u32])
+    ucma::resolve_ib_service(idp.fd(), idp.handle(), parse_service_id(b), b)
 }
 
-fn resolve_dns(idp: &IdPriv, node: Option<&CStr>, service: Option<&CStr>, hints: Option<&rdma_addrinfo>) -> Result<()> {
+/// The DNS path: resolve now, keep the result, and queue the INTERNAL
+/// event that reports it.
+fn resolve_dns(idp: &Id, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<()> {
     let list = getaddrinfo::rdma_getaddrinfo(node, service, hints).map_err(positive)?;
     // The result exists before the event is read, as upstream.
-    idp.lock().resolved_ai = list;
+    idp.lock().resolved_ai = Some(list);
     let arg = E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u64;
     if let Err(e) = ucma::write_cm_event(idp.fd(), idp.handle(), E::RDMA_CM_EVENT_INTERNAL as u32, 0, arg) {
-        let ai = std::mem::replace(&mut idp.lock().resolved_ai, std::ptr::null_mut());
-        getaddrinfo::free_list(ai);
+        idp.lock().resolved_ai = None;
         return Err(e);
     }
-    id::complete(idp, &[E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u32, E::RDMA_CM_EVENT_ADDRINFO_ERROR as u32])
+    Ok(())
 }
 
-pub fn resolve_addrinfo(
-    idp: &IdPriv,
-    node: Option<&CStr>,
-    service: Option<&CStr>,
-    hints: Option<&rdma_addrinfo>,
-) -> Result<()> {
+/// `rdma_resolve_addrinfo`'s command part (ADDRINFO_RESOLVED or _ERROR
+/// follows on the channel).
+pub fn resolve_addrinfo(idp: &Id, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<()> {
     {
         let mut st = idp.lock();
         if st.resolving_ai {
@@ -104,7 +104,7 @@ pub fn resolve_addrinfo(
         }
         st.resolving_ai = true;
     }
-    let flags = hints.map_or(0, |h| h.ai_flags);
+    let flags = hints.flags();
     let r = if flags & RAI_SA != 0 && (flags & RAI_DNS != 0 || node.is_some()) {
         Err(Error::Errno(libc::ENOTSUP))
     } else if flags & RAI_SA != 0 {
@@ -118,18 +118,19 @@ pub fn resolve_addrinfo(
     r.map_err(positive)
 }
 
-pub fn query_addrinfo(idp: &IdPriv) -> Result<*mut rdma_addrinfo> {
+/// `rdma_query_addrinfo`: the result, once.
+pub fn query_addrinfo(idp: &Id) -> Result<getaddrinfo::AddrInfoList> {
     let mut st = idp.lock();
-    if !st.resolving_ai || st.resolved_ai.is_null() {
+    if !st.resolving_ai || st.resolved_ai.is_none() {
         return Err(Error::Errno(libc::ENOENT));
     }
     st.resolving_ai = false;
-    Ok(std::mem::replace(&mut st.resolved_ai, std::ptr::null_mut()))
+    st.resolved_ai.take().ok_or(Error::Errno(libc::ENOENT))
 }
 
-pub fn write_cm_event(idp: &IdPriv, event: u32, status: i32, arg: u64) -> Result<()> {
+pub fn write_cm_event(idp: &Id, event: u32, status: i32, arg: u64) -> Result<()> {
     if event != E::RDMA_CM_EVENT_USER as u32 {
-        return Err(Error::Errno(libc::EINVAL));
+        return Err(Error::INVAL);
     }
     ucma::write_cm_event(idp.fd(), idp.handle(), event, status, arg)
 }
@@ -138,13 +139,14 @@ pub fn write_cm_event(idp: &IdPriv, event: u32, status: i32, arg: u64) -> Result
 const MAX_SERVICE_RECS: usize = 4096;
 
 /// QUERY(IB_SERVICE) → one AF_IB result per service record.
-fn query_ib_service(idp: &IdPriv) -> Result<Vec<AddrInfo>> {
+fn query_ib_service(idp: &Id) -> Result<Vec<AddrInfo>> {
     let mut cap = 6usize;
     loop {
         let size = 8 + cap * std::mem::size_of::<cmd::ServiceRec>();
-        let mut buf = vec![0u64; size.div_ceil(8)];
-        let c = cmd::Query { response: buf.as_mut_ptr() as u64, id: idp.handle(), option: cmd::QUERY_IB_SERVICE };
-        cmd::write_cmd(idp.fd(), cmd::QUERY, &c, size)?;
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(size.div_ceil(8)).map_err(|_| Error::NOMEM)?;
+        buf.resize(size.div_ceil(8), 0u64);
+        ucma::query_ib_service(idp.fd(), idp.handle(), &mut buf)?;
         let n = buf[0] as u32 as usize;
         // More records than room: ask again with enough (bounded) room.
         if n > cap && cap < MAX_SERVICE_RECS {
@@ -156,45 +158,43 @@ fn query_ib_service(idp: &IdPriv) -> Result<Vec<AddrInfo>> {
             return Err(Error::Errno(libc::ENOENT));
         }
         let base = buf.as_ptr() as *const u8;
-        return Ok((0..n)
-            .map(|i| {
-                // SAFETY: n records of 176 bytes follow the 8-byte header.
-                let rec: cmd::ServiceRec =
-                    unsafe { std::ptr::read_unaligned(base.add(8 + i * 176) as *const cmd::ServiceRec) };
-                let sib = sockaddr_ib {
-                    sib_family: AF_IB as u16,
-                    sib_pkey: rec.pkey,
-                    sib_addr: ib_addr::from_bytes(rec.gid),
-                    sib_sid: rec.id,
-                    sib_sid_mask: u64::MAX,
-                    ..Default::default()
-                };
-                AddrInfo {
-                    flags: RAI_SA,
-                    family: AF_IB,
-                    port_space: RDMA_PS_IB,
-                    dst: Some(RawAddr::from_ib(&sib)),
-                    ..Default::default()
-                }
-            })
-            .collect());
+        let mut out = Vec::new();
+        out.try_reserve_exact(n).map_err(|_| Error::NOMEM)?;
+        out.extend((0..n).map(|i| {
+            // SAFETY: n records of 176 bytes follow the 8-byte header.
+            let rec: cmd::ServiceRec =
+                unsafe { std::ptr::read_unaligned(base.add(8 + i * 176) as *const cmd::ServiceRec) };
+            let sib = sockaddr_ib {
+                sib_family: AF_IB as u16,
+                sib_pkey: rec.pkey,
+                sib_addr: ib_addr::from_bytes(rec.gid),
+                sib_sid: rec.id,
+                sib_sid_mask: u64::MAX,
+                ..Default::default()
+            };
+            AddrInfo {
+                flags: RAI_SA,
+                family: AF_IB,
+                port_space: RDMA_PS_IB,
+                dst: Some(RawAddr::from_ib(&sib)),
+                ..Default::default()
+            }
+        }));
+        return Ok(out);
     }
 }
 
 /// ADDRINFO_RESOLVED: DNS results are already there; SA results are
 /// fetched from the kernel now. Failure: ADDRINFO_ERROR with `-errno`.
-pub fn process_resolved(ev: &mut EventPriv, idp: &IdPriv) {
-    if !idp.lock().resolved_ai.is_null() {
+pub fn process_resolved(ev: &mut Event, idp: &Id) {
+    if idp.lock().resolved_ai.is_some() {
         return;
     }
     match query_ib_service(idp).and_then(|l| getaddrinfo::to_c_list(&l)) {
-        Ok(list) => idp.lock().resolved_ai = list,
+        Ok(list) => idp.lock().resolved_ai = Some(list),
         Err(e) => {
-            ev.event.event = E::RDMA_CM_EVENT_ADDRINFO_ERROR as u32;
-            ev.event.status = match e {
-                Error::Errno(n) => -n,
-                Error::Eai(_) => -libc::EIO,
-            };
+            ev.public.event = E::RDMA_CM_EVENT_ADDRINFO_ERROR as u32;
+            ev.public.status = e.neg_status();
             clear_resolving(idp);
         }
     }

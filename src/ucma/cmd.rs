@@ -1,40 +1,72 @@
-//! Command numbers and payload layouts of the ucma write protocol
-//! (`rdma_user_cm.h`, reference §3.3–3.4). Sizes are checked in tests.
+//! Payload layouts of the ucma write protocol (the kernel's
+//! `include/uapi/rdma/rdma_user_cm.h`), one type per command. Each command
+//! type carries its command number and the type of its response
+//! ([`Command`]), so that a command cannot be written with the wrong number
+//! or a response buffer of the wrong size. Sizes are checked in the tests.
 
 use crate::error::{Error, Result};
 use std::os::fd::RawFd;
 
-pub(crate) const CREATE_ID: u32 = 0;
-pub(crate) const DESTROY_ID: u32 = 1;
-pub(crate) const RESOLVE_ROUTE: u32 = 4;
-pub(crate) const CONNECT: u32 = 6;
-pub(crate) const LISTEN: u32 = 7;
-pub(crate) const ACCEPT: u32 = 8;
-pub(crate) const REJECT: u32 = 9;
-pub(crate) const DISCONNECT: u32 = 10;
-pub(crate) const INIT_QP_ATTR: u32 = 11;
-pub(crate) const GET_EVENT: u32 = 12;
-pub(crate) const SET_OPTION: u32 = 14;
-pub(crate) const NOTIFY: u32 = 15;
-pub(crate) const LEAVE_MCAST: u32 = 17;
-pub(crate) const MIGRATE_ID: u32 = 18;
-pub(crate) const QUERY: u32 = 19;
-pub(crate) const BIND: u32 = 20;
-pub(crate) const RESOLVE_ADDR: u32 = 21;
-pub(crate) const JOIN_MCAST: u32 = 22;
-pub(crate) const RESOLVE_IB_SERVICE: u32 = 23;
-pub(crate) const WRITE_CM_EVENT: u32 = 24;
+/// Plain C data: every bit pattern, all-zero included, is a valid value.
+///
+/// # Safety
+/// Implement only for `#[repr(C)]` structs of integers and arrays of them.
+pub unsafe trait Plain: Copy {
+    fn zeroed() -> Self {
+        // SAFETY: the trait's contract.
+        unsafe { std::mem::zeroed() }
+    }
+}
 
-pub(crate) const QUERY_ADDR: u32 = 0;
-pub(crate) const QUERY_PATH: u32 = 1;
-pub(crate) const QUERY_GID: u32 = 2;
-pub(crate) const QUERY_IB_SERVICE: u32 = 3;
+/// One ucma command: its number, and what the kernel writes back.
+pub trait Command: Plain {
+    const OP: u32;
+    /// The response (`NoResp` for commands without one).
+    type Resp: Plain;
+    /// Store the response buffer's address in the payload (commands with
+    /// a response have a `response` field).
+    fn set_response(&mut self, _addr: u64) {}
+}
 
-pub(crate) const IB_SERVICE_FLAG_ID: u32 = 1;
-pub(crate) const IB_SERVICE_FLAG_NAME: u32 = 2;
+/// The response of commands that have none.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoResp;
 
-/// Longest private data the kernel carries.
-pub(crate) const MAX_PRIVATE_DATA: usize = 256;
+/// Write one command and return its response (zeroed where the kernel
+/// writes less). A short write is ENODATA, as upstream reports it; a
+/// failed one carries the kernel's errno.
+pub fn exec<C: Command>(fd: RawFd, cmd: C) -> Result<C::Resp> {
+    exec_init(fd, cmd, C::Resp::zeroed())
+}
+
+/// [`exec`] with a response buffer filled with `resp` first (fields an
+/// older kernel does not write keep that value).
+pub fn exec_init<C: Command>(fd: RawFd, mut cmd: C, mut resp: C::Resp) -> Result<C::Resp> {
+    cmd.set_response(&mut resp as *mut C::Resp as u64);
+    write_cmd(fd, C::OP, &cmd, std::mem::size_of::<C::Resp>())?;
+    Ok(resp)
+}
+
+/// Larger responses than a payload names (QUERY of IB service records):
+/// write `cmd` with `out` bytes of response room at the address it holds.
+pub fn write_cmd<P: Plain>(fd: RawFd, op: u32, payload: &P, out: usize) -> Result<()> {
+    let buf = CmdBuf::<P> {
+        hdr: Header { cmd: op, inlen: std::mem::size_of::<P>() as u16, out: out as u16 },
+        payload: *payload,
+    };
+    let len = std::mem::size_of_val(&buf);
+    // SAFETY: buf is a plain C struct of len bytes; the kernel writes only
+    // into response buffers that the payload names and that outlive the call.
+    let n = unsafe { libc::write(fd, &buf as *const _ as *const libc::c_void, len) };
+    if n < 0 {
+        return Err(Error::last_os());
+    }
+    if n as usize != len {
+        return Err(Error::Errno(libc::ENODATA));
+    }
+    Ok(())
+}
 
 /// The 8-byte header before every payload.
 #[repr(C)]
@@ -52,28 +84,80 @@ pub struct CmdBuf<P: Copy> {
     pub payload: P,
 }
 
-/// Write one command (`cmd` number, payload) to a ucma file. A short write
-/// is ENODATA, as upstream reports it; a failed one carries the kernel's
-/// errno. `out` is the size of the response buffer named in the payload.
-pub fn write_cmd<P: Copy>(fd: RawFd, cmd: u32, payload: &P, out: usize) -> Result<()> {
-    let buf = CmdBuf::<P> { hdr: Header { cmd, inlen: std::mem::size_of::<P>() as u16, out: out as u16 }, payload: *payload };
-    let len = std::mem::size_of_val(&buf);
-    // SAFETY: buf is a plain C struct of len bytes; the kernel writes only
-    // into response buffers that the payload names and that outlive the call.
-    let n = unsafe { libc::write(fd, &buf as *const _ as *const libc::c_void, len) };
-    if n < 0 {
-        return Err(Error::last_os());
-    }
-    if n as usize != len {
-        return Err(Error::Errno(libc::ENODATA));
-    }
-    Ok(())
+/// Declare command payloads: `Type = NUMBER => Response` (with a
+/// `response` field) or `Type = NUMBER` (none).
+macro_rules! commands {
+    ($($t:ident = $op:expr $(=> $resp:ty)?;)*) => {$(
+        // SAFETY: every payload is a repr(C) struct of integers and arrays.
+        unsafe impl Plain for $t {}
+        impl Command for $t {
+            const OP: u32 = $op;
+            commands!(@resp $($resp)?);
+        }
+    )*};
+    (@resp) => { type Resp = NoResp; };
+    (@resp $resp:ty) => {
+        type Resp = $resp;
+        fn set_response(&mut self, addr: u64) { self.response = addr; }
+    };
 }
 
-/// The address of a response buffer, as the kernel wants it.
-pub fn resp_ptr<T>(r: &mut T) -> u64 {
-    r as *mut T as u64
+commands! {
+    CreateId = 0 => IdResp;
+    DestroyId = 1 => EventsReported;
+    ResolveRoute = 4;
+    Connect = 6;
+    Listen = 7;
+    Accept = 8;
+    Reject = 9;
+    Disconnect = 10;
+    InitQpAttr = 11 => crate::abi::ib_uverbs_qp_attr;
+    GetEvent = 12 => EventResp;
+    SetOption = 14;
+    Notify = 15;
+    LeaveMcast = 17 => EventsReported;
+    MigrateId = 18 => EventsReported;
+    QueryAddr = 19 => QueryAddrResp;
+    QueryPath = 19 => QueryPathResp;
+    QueryGid = 19 => QueryAddrResp;
+    Bind = 20;
+    ResolveAddr = 21;
+    JoinMcast = 22 => IdResp;
+    ResolveIbService = 23;
+    WriteCmEvent = 24;
 }
+
+// SAFETY: repr(C) structs of integers and arrays.
+unsafe impl Plain for NoResp {}
+// SAFETY: as above.
+unsafe impl Plain for IdResp {}
+// SAFETY: as above.
+unsafe impl Plain for EventsReported {}
+// SAFETY: as above.
+unsafe impl Plain for QueryAddrResp {}
+// SAFETY: as above.
+unsafe impl Plain for QueryPathResp {}
+// SAFETY: as above.
+unsafe impl Plain for EventResp {}
+// SAFETY: as above.
+unsafe impl Plain for ConnParam {}
+// SAFETY: as above.
+unsafe impl Plain for QueryIbService {}
+// SAFETY: a repr(C) struct of integers and arrays (the kernel's QP attributes).
+unsafe impl Plain for crate::abi::ib_uverbs_qp_attr {}
+
+/// QUERY options.
+pub(crate) const QUERY: u32 = 19;
+pub(crate) const QUERY_ADDR: u32 = 0;
+pub(crate) const QUERY_PATH: u32 = 1;
+pub(crate) const QUERY_GID: u32 = 2;
+pub(crate) const QUERY_IB_SERVICE: u32 = 3;
+
+pub(crate) const IB_SERVICE_FLAG_ID: u32 = 1;
+pub(crate) const IB_SERVICE_FLAG_NAME: u32 = 2;
+
+/// Longest private data the kernel carries.
+pub(crate) const MAX_PRIVATE_DATA: usize = 256;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -92,10 +176,19 @@ pub struct IdResp {
     pub id: u32,
 }
 
-/// DESTROY_ID, LEAVE_MCAST payload.
+/// DESTROY_ID payload.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DestroyId {
+    pub response: u64,
+    pub id: u32,
+    pub reserved: u32,
+}
+
+/// LEAVE_MCAST payload (the membership's handle in `id`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LeaveMcast {
     pub response: u64,
     pub id: u32,
     pub reserved: u32,
@@ -136,12 +229,28 @@ pub struct ResolveRoute {
     pub timeout_ms: u32,
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct Query {
-    pub response: u64,
-    pub id: u32,
-    pub option: u32,
+/// QUERY payloads: one type per option (they differ in the response).
+macro_rules! query {
+    ($($t:ident = $opt:ident;)*) => {$(
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $t {
+            pub response: u64,
+            pub id: u32,
+            pub option: u32,
+        }
+        impl $t {
+            pub fn new(id: u32) -> Self {
+                $t { response: 0, id, option: $opt }
+            }
+        }
+    )*};
+}
+query! {
+    QueryAddr = QUERY_ADDR;
+    QueryPath = QUERY_PATH;
+    QueryGid = QUERY_GID;
+    QueryIbService = QUERY_IB_SERVICE;
 }
 
 /// Response of QUERY(ADDR) and QUERY(GID) (280 bytes).
@@ -383,14 +492,6 @@ pub struct InitQpAttr {
     pub qp_state: u32,
 }
 
-/// `struct ib_uverbs_qp_attr` (144 bytes), the INIT_QP_ATTR response; only
-/// libibverbs' `ibv_copy_qp_attr_from_kern` reads it.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct UverbsQpAttr {
-    pub raw: [u32; 36],
-}
-
 /// JOIN_MCAST payload (152 bytes).
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -402,19 +503,6 @@ pub struct JoinMcast {
     pub join_flags: u16,
     pub addr: [u8; 128],
 }
-
-// SAFETY helpers: every payload is plain data, all-zero is valid.
-macro_rules! zeroed {
-    ($($t:ty),*) => {$(
-        impl $t {
-            pub fn zeroed() -> Self {
-                // SAFETY: plain C data; zero is a valid bit pattern.
-                unsafe { std::mem::zeroed() }
-            }
-        }
-    )*};
-}
-zeroed!(Connect, Accept, Reject, JoinMcast, UverbsQpAttr, ConnParam, ResolveAddr, QueryAddrResp, QueryPathResp, EventResp, ResolveIbService, WriteCmEvent, Bind);
 
 #[cfg(test)]
 mod tests {
@@ -433,7 +521,8 @@ mod tests {
         assert_eq!(size_of::<ResolveAddr>(), 272);
         assert_eq!(offset_of!(ResolveAddr, dst_addr), 144);
         assert_eq!(size_of::<ResolveRoute>(), 8);
-        assert_eq!(size_of::<Query>(), 16);
+        assert_eq!(size_of::<QueryAddr>(), 16);
+        assert_eq!(size_of::<LeaveMcast>(), 16);
         assert_eq!(size_of::<QueryAddrResp>(), 280);
         assert_eq!(offset_of!(QueryAddrResp, ibdev_index), 272);
         assert_eq!(size_of::<PathRecData>(), 72);
@@ -468,7 +557,7 @@ mod tests {
         assert_eq!(size_of::<Reject>(), 264);
         assert_eq!(offset_of!(Reject, private_data), 8);
         assert_eq!(size_of::<InitQpAttr>(), 16);
-        assert_eq!(size_of::<UverbsQpAttr>(), 144);
+        assert_eq!(size_of::<crate::abi::ib_uverbs_qp_attr>(), 144);
         assert_eq!(size_of::<JoinMcast>(), 152);
         assert_eq!(offset_of!(JoinMcast, addr), 24);
     }

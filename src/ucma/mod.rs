@@ -1,25 +1,59 @@
-//! The kernel's RDMA CM device, `/dev/infiniband/rdma_cm` (reference §3).
+//! The kernel's RDMA CM device, `/dev/infiniband/rdma_cm`.
 //!
 //! Every command is one `write()` of an 8-byte header and a typed payload
-//! ([`cmd::write_cmd`]); responses are copied by the kernel into a buffer
-//! whose address travels in the payload. The functions here take the raw fd
-//! of an event channel: each open of the device is one kernel "file", and
-//! ids and events live on it.
+//! ([`cmd::exec`]); responses are copied by the kernel into a buffer whose
+//! address travels in the payload. The functions here take the raw fd of an
+//! event channel: each open of the device is one kernel "file", and ids and
+//! events live on it. Nothing here knows about the library's objects.
 
 pub mod cmd;
 
-use crate::addr::RawAddr;
 use crate::error::{Error, Result};
+use crate::sockaddr::RawAddr;
+use crate::sysfs;
 use cmd::*;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// Path of the ucma character device.
-pub const DEVICE_PATH: &[u8] = b"/dev/infiniband/rdma_cm\0";
+pub const DEVICE_PATH: &std::ffi::CStr = cstr!("/dev/infiniband/rdma_cm");
+
+/// Oldest and newest ucma ABI the library speaks.
+pub(crate) const MIN_ABI: i64 = 3;
+pub(crate) const MAX_ABI: i64 = 4;
+
+static READY: AtomicBool = AtomicBool::new(false);
+static INIT_LOCK: Mutex<Option<i64>> = Mutex::new(None);
+
+/// Upstream's `ucma_init`: EPERM on an unsupported ucma ABI, ENODEV when
+/// the machine has no RDMA device. Success is cached; failure is retried on
+/// the next call (a device may appear), the ABI version is read once. It
+/// does *not* load libibverbs' providers: device presence is read from
+/// sysfs, with the rules libibverbs applies.
+pub fn init() -> Result<()> {
+    if READY.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let mut abi = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if READY.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let v = *abi.get_or_insert_with(|| sysfs::ucma_abi_version().unwrap_or(MAX_ABI));
+    if !(MIN_ABI..=MAX_ABI).contains(&v) {
+        return Err(Error::Errno(libc::EPERM));
+    }
+    if sysfs::verbs_devices().is_empty() {
+        return Err(Error::Errno(libc::ENODEV));
+    }
+    READY.store(true, Ordering::Release);
+    Ok(())
+}
 
 /// Open the device `O_RDWR | O_CLOEXEC`; the open's errno on failure.
 pub fn open() -> Result<OwnedFd> {
     // SAFETY: valid C string; the fd is owned by OwnedFd from here on.
-    let fd = unsafe { libc::open(DEVICE_PATH.as_ptr() as *const libc::c_char, libc::O_RDWR | libc::O_CLOEXEC) };
+    let fd = unsafe { libc::open(DEVICE_PATH.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(Error::last_os());
     }
@@ -27,29 +61,29 @@ pub fn open() -> Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Copy an address into a command's 128-byte field; its size.
+fn put_addr(field: &mut [u8; 128], a: &RawAddr) -> u16 {
+    let b = a.as_bytes();
+    field[..b.len()].copy_from_slice(b);
+    b.len() as u16
+}
+
 /// CREATE_ID: returns the kernel handle of a new id.
 pub fn create_id(fd: RawFd, uid: u64, ps: u16, qp_type: u8) -> Result<u32> {
-    let mut resp = IdResp::default();
-    let c = CreateId { uid, response: resp_ptr(&mut resp), ps, qp_type, reserved: [0; 5] };
-    write_cmd(fd, CREATE_ID, &c, std::mem::size_of::<IdResp>())?;
-    Ok(resp.id)
+    Ok(exec(fd, CreateId { uid, response: 0, ps, qp_type, reserved: [0; 5] })?.id)
 }
 
 /// DESTROY_ID: returns how many events the kernel reported for the id.
 pub fn destroy_id(fd: RawFd, id: u32) -> Result<u32> {
-    let mut resp = EventsReported::default();
-    let c = DestroyId { response: resp_ptr(&mut resp), id, reserved: 0 };
-    write_cmd(fd, DESTROY_ID, &c, std::mem::size_of::<EventsReported>())?;
-    Ok(resp.events_reported)
+    Ok(exec(fd, DestroyId { response: 0, id, reserved: 0 })?.events_reported)
 }
 
 /// BIND an id to an address.
 pub fn bind(fd: RawFd, id: u32, addr: &RawAddr) -> Result<()> {
     let mut c = Bind::zeroed();
     c.id = id;
-    c.addr_size = addr.len() as u16;
-    c.addr[..addr.len()].copy_from_slice(addr.as_bytes());
-    write_cmd(fd, BIND, &c, 0)
+    c.addr_size = put_addr(&mut c.addr, addr);
+    exec(fd, c).map(drop)
 }
 
 /// RESOLVE_ADDR (AF_IB-capable form).
@@ -58,46 +92,74 @@ pub fn resolve_addr(fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, ti
     c.id = id;
     c.timeout_ms = timeout_ms;
     if let Some(s) = src {
-        c.src_size = s.len() as u16;
-        c.src_addr[..s.len()].copy_from_slice(s.as_bytes());
+        c.src_size = put_addr(&mut c.src_addr, s);
     }
-    c.dst_size = dst.len() as u16;
-    c.dst_addr[..dst.len()].copy_from_slice(dst.as_bytes());
-    write_cmd(fd, RESOLVE_ADDR, &c, 0)
+    c.dst_size = put_addr(&mut c.dst_addr, dst);
+    exec(fd, c).map(drop)
 }
 
 pub fn resolve_route(fd: RawFd, id: u32, timeout_ms: u32) -> Result<()> {
-    write_cmd(fd, RESOLVE_ROUTE, &ResolveRoute { id, timeout_ms }, 0)
+    exec(fd, ResolveRoute { id, timeout_ms }).map(drop)
 }
 
-/// QUERY with a response of type `R`.
-pub fn query<R: Copy>(fd: RawFd, id: u32, option: u32, resp: &mut R) -> Result<()> {
-    let c = Query { response: resp_ptr(resp), id, option };
-    write_cmd(fd, QUERY, &c, std::mem::size_of::<R>())
+/// QUERY(ADDR): addresses, device GUID and index (`u32::MAX` from kernels
+/// that do not report it), port, pkey.
+pub fn query_addr(fd: RawFd, id: u32) -> Result<QueryAddrResp> {
+    let mut init = QueryAddrResp::zeroed();
+    init.ibdev_index = u32::MAX;
+    exec_init(fd, QueryAddr::new(id), init)
 }
 
-pub fn set_option(fd: RawFd, id: u32, level: u32, optname: u32, optval: u64, optlen: u32) -> Result<()> {
-    write_cmd(fd, SET_OPTION, &SetOption { optval, id, level, optname, optlen }, 0)
+/// QUERY(GID): the source and destination GIDs (as `sockaddr_ib`s).
+pub fn query_gid(fd: RawFd, id: u32) -> Result<QueryAddrResp> {
+    exec(fd, QueryGid::new(id))
+}
+
+/// QUERY(PATH): up to six path records.
+pub fn query_path(fd: RawFd, id: u32) -> Result<QueryPathResp> {
+    exec(fd, QueryPath::new(id))
+}
+
+/// QUERY(IB_SERVICE) into `buf` (an 8-byte header, then records).
+pub fn query_ib_service(fd: RawFd, id: u32, buf: &mut [u64]) -> Result<()> {
+    let mut c = QueryIbService::new(id);
+    c.response = buf.as_mut_ptr() as u64;
+    write_cmd(fd, QUERY, &c, std::mem::size_of_val(buf))
+}
+
+/// Memory the kernel reads itself by address (option values): it checks
+/// access and answers EFAULT for a bad one, so the library passes a
+/// caller's address through without reading it.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelBuf {
+    pub addr: u64,
+    pub len: u32,
+}
+
+impl KernelBuf {
+    /// A buffer of the library's own.
+    pub fn of<T: Copy>(v: &[T]) -> KernelBuf {
+        KernelBuf { addr: v.as_ptr() as u64, len: std::mem::size_of_val(v) as u32 }
+    }
+}
+
+/// SET_OPTION; `val` must stay readable for the call.
+pub fn set_option(fd: RawFd, id: u32, level: u32, optname: u32, val: KernelBuf) -> Result<()> {
+    exec(fd, SetOption { optval: val.addr, id, level, optname, optlen: val.len }).map(drop)
 }
 
 pub fn notify(fd: RawFd, id: u32, event: u32) -> Result<()> {
-    write_cmd(fd, NOTIFY, &Notify { id, event }, 0)
+    exec(fd, Notify { id, event }).map(drop)
 }
 
 /// MIGRATE_ID, written to the new file; returns events reported on the old.
 pub fn migrate_id(new_fd: RawFd, id: u32, old_fd: RawFd) -> Result<u32> {
-    let mut resp = EventsReported::default();
-    let c = MigrateId { response: resp_ptr(&mut resp), id, fd: old_fd as u32 };
-    write_cmd(new_fd, MIGRATE_ID, &c, std::mem::size_of::<EventsReported>())?;
-    Ok(resp.events_reported)
+    Ok(exec(new_fd, MigrateId { response: 0, id, fd: old_fd as u32 })?.events_reported)
 }
 
 /// GET_EVENT: blocks (unless the fd is non-blocking) until an event is queued.
 pub fn get_event(fd: RawFd) -> Result<EventResp> {
-    let mut resp = EventResp::zeroed();
-    let c = GetEvent { response: resp_ptr(&mut resp) };
-    write_cmd(fd, GET_EVENT, &c, std::mem::size_of::<EventResp>())?;
-    Ok(resp)
+    exec(fd, GetEvent { response: 0 })
 }
 
 /// WRITE_CM_EVENT (Linux ≥ 6.17): queue a USER or INTERNAL event on the id.
@@ -107,7 +169,7 @@ pub fn write_cm_event(fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> 
     c.event = event;
     c.status = status;
     c.param.arg32 = [arg as u32, (arg >> 32) as u32];
-    write_cmd(fd, WRITE_CM_EVENT, &c, 0)
+    exec(fd, c).map(drop)
 }
 
 /// RESOLVE_IB_SERVICE (Linux ≥ 6.17) by service id or by name.
@@ -125,7 +187,7 @@ pub fn resolve_ib_service(fd: RawFd, id: u32, service_id: Option<u64>, name: &[u
             c.flags = IB_SERVICE_FLAG_NAME;
         }
     }
-    write_cmd(fd, RESOLVE_IB_SERVICE, &c, 0)
+    exec(fd, c).map(drop)
 }
 
 /// Whether the kernel accepts AF_IB addresses (upstream's `af_ib_support`),
@@ -154,11 +216,11 @@ pub fn connect(fd: RawFd, id: u32, conn: &ConnParam, ece: Ece) -> Result<()> {
     c.id = id;
     c.conn_param = *conn;
     c.ece = ece;
-    write_cmd(fd, CONNECT, &c, 0)
+    exec(fd, c).map(drop)
 }
 
 pub fn listen(fd: RawFd, id: u32, backlog: u32) -> Result<()> {
-    write_cmd(fd, LISTEN, &Listen { id, backlog }, 0)
+    exec(fd, Listen { id, backlog }).map(drop)
 }
 
 /// ACCEPT: `uid` becomes the id's uid in the kernel (a child gets one only
@@ -169,7 +231,7 @@ pub fn accept(fd: RawFd, id: u32, uid: u64, conn: &ConnParam, ece: Ece) -> Resul
     c.id = id;
     c.conn_param = *conn;
     c.ece = ece;
-    write_cmd(fd, ACCEPT, &c, 0)
+    exec(fd, c).map(drop)
 }
 
 /// REJECT with private data (at most 255 bytes, the u8 length) and a reason.
@@ -180,39 +242,29 @@ pub fn reject(fd: RawFd, id: u32, data: &[u8], reason: u8) -> Result<()> {
     c.private_data[..n].copy_from_slice(&data[..n]);
     c.private_data_len = n as u8;
     c.reason = reason;
-    write_cmd(fd, REJECT, &c, 0)
+    exec(fd, c).map(drop)
 }
 
 pub fn disconnect(fd: RawFd, id: u32) -> Result<()> {
-    write_cmd(fd, DISCONNECT, &Disconnect { id }, 0)
+    exec(fd, Disconnect { id }).map(drop)
 }
 
 /// INIT_QP_ATTR: the kernel's attributes for moving a QP to `state`.
-pub fn init_qp_attr(fd: RawFd, id: u32, state: u32) -> Result<UverbsQpAttr> {
-    let mut resp = UverbsQpAttr::zeroed();
-    let c = InitQpAttr { response: resp_ptr(&mut resp), id, qp_state: state };
-    write_cmd(fd, INIT_QP_ATTR, &c, std::mem::size_of::<UverbsQpAttr>())?;
-    Ok(resp)
+pub fn init_qp_attr(fd: RawFd, id: u32, state: u32) -> Result<crate::abi::ib_uverbs_qp_attr> {
+    exec(fd, InitQpAttr { response: 0, id, qp_state: state })
 }
 
 /// JOIN_MCAST: returns the kernel handle of the membership.
 pub fn join_mcast(fd: RawFd, id: u32, uid: u64, addr: &RawAddr, flags: u16) -> Result<u32> {
-    let mut resp = IdResp::default();
     let mut c = JoinMcast::zeroed();
-    c.response = resp_ptr(&mut resp);
     c.uid = uid;
     c.id = id;
-    c.addr_size = addr.len() as u16;
     c.join_flags = flags;
-    c.addr[..addr.len()].copy_from_slice(addr.as_bytes());
-    write_cmd(fd, JOIN_MCAST, &c, std::mem::size_of::<IdResp>())?;
-    Ok(resp.id)
+    c.addr_size = put_addr(&mut c.addr, addr);
+    Ok(exec(fd, c)?.id)
 }
 
 /// LEAVE_MCAST: returns the events reported for the membership.
 pub fn leave_mcast(fd: RawFd, mc: u32) -> Result<u32> {
-    let mut resp = EventsReported::default();
-    let c = DestroyId { response: resp_ptr(&mut resp), id: mc, reserved: 0 };
-    write_cmd(fd, LEAVE_MCAST, &c, std::mem::size_of::<EventsReported>())?;
-    Ok(resp.events_reported)
+    Ok(exec(fd, LeaveMcast { response: 0, id: mc, reserved: 0 })?.events_reported)
 }

@@ -38,16 +38,14 @@ pub fn read_attr(path: &Path) -> Option<String> {
     Some(s.trim_end_matches('\n').to_string())
 }
 
-/// The ucma ABI version as upstream determines it from sysfs; when neither
-/// attribute exists, upstream assumes the newest ABI (and fails later).
-pub fn ucma_abi_version() -> i64 {
+/// The ucma ABI version as sysfs states it, if it does (upstream then
+/// assumes the newest ABI it knows, and fails later if that is wrong).
+pub fn ucma_abi_version() -> Option<i64> {
     let r = root();
-    for rel in ["class/misc/rdma_cm/abi_version", "class/infiniband_ucma/abi_version"] {
-        if let Some(v) = read_attr(&r.join(rel)) {
-            return parse_long_prefix(&v);
-        }
-    }
-    super::UCMA_MAX_ABI
+    ["class/misc/rdma_cm/abi_version", "class/infiniband_ucma/abi_version"]
+        .iter()
+        .find_map(|rel| read_attr(&r.join(rel)))
+        .map(|v| parse_long_prefix(&v))
 }
 
 /// `strtol(s, NULL, 10)`: optional blanks and sign, then digits; 0 if none.

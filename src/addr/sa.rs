@@ -1,8 +1,8 @@
-//! SA mode of `rdma_getaddrinfo` (`RAI_SA`, RDMACM 1.4 semantics, §4.9.3):
-//! look up an IB service through the subnet administrator on each active
-//! InfiniBand port.
+//! SA mode of `rdma_getaddrinfo` (`RAI_SA`, RDMACM 1.4 semantics,
+//! rdma_getaddrinfo(3)): look up an IB service through the subnet
+//! administrator on each active InfiniBand port.
 
-use crate::addr::getaddrinfo::AddrInfo;
+use super::model::AddrInfo;
 use crate::error::{Error, Result};
 use std::ffi::CStr;
 
@@ -16,10 +16,8 @@ pub fn getaddrinfo_sa(service: Option<&CStr>) -> Result<Vec<AddrInfo>> {
     // Upstream opens an event channel first: without the kernel's CM device
     // the call fails with that open's errno.
     drop(crate::ucma::open()?);
-    let ib_ports = crate::cm::sysfs::ports()
-        .into_iter()
-        .filter(|p| p.link_layer == "InfiniBand" && p.state >= PORT_ACTIVE)
-        .count();
+    let ib_ports =
+        crate::sysfs::ports().into_iter().filter(|p| p.link_layer == "InfiniBand" && p.state >= PORT_ACTIVE).count();
     if ib_ports == 0 {
         // No active InfiniBand port: no subnet administrator to ask.
         return Err(Error::Errno(libc::ENOENT));

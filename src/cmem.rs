@@ -1,0 +1,247 @@
+//! Memory the library hands to C, and the owners of its own objects.
+//!
+//! Every allocation a C call makes goes through this module or through a
+//! `try_reserve`, so that an exhausted heap is an `ENOMEM` result and never
+//! the Rust allocator's abort (docs/architecture.md, "Memory").
+//!
+//! - `malloc`-family helpers for blocks C frees itself (`rdma_freeaddrinfo`
+//!   frees lists member by member, `rdma_free_devices` frees the array).
+//! - [`try_box`]: a `Box` whose allocation failure is an error.
+//! - [`Shared`]: a reference-counted owner (an `Arc` whose construction is
+//!   fallible). Ids, channels, devices and memberships are `Shared`: the
+//!   pointer C holds is [`Shared::as_ptr`], and every call that uses one of
+//!   them holds a counted reference, so a concurrent destroy never frees
+//!   memory that another call is still using.
+
+use crate::error::{Error, Result};
+use std::alloc::{alloc, dealloc, Layout};
+use std::ffi::CStr;
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+
+/// `malloc(n)` (at least one byte), ENOMEM on failure.
+pub fn malloc(n: usize) -> Result<NonNull<u8>> {
+    // SAFETY: plain allocation; the block is owned by the caller.
+    NonNull::new(unsafe { libc::malloc(n.max(1)) } as *mut u8).ok_or(Error::NOMEM)
+}
+
+/// One zeroed `T` from `calloc` (for C structs whose all-zero pattern is
+/// valid), ENOMEM on failure.
+pub fn calloc1<T>() -> Result<NonNull<T>> {
+    // SAFETY: plain zeroed allocation.
+    NonNull::new(unsafe { libc::calloc(1, std::mem::size_of::<T>().max(1)) } as *mut T).ok_or(Error::NOMEM)
+}
+
+/// A `malloc` copy of `items`.
+pub fn copy_out<T: Copy>(items: &[T]) -> Result<NonNull<T>> {
+    let n = std::mem::size_of_val(items);
+    let p = malloc(n)?;
+    // SAFETY: p has room for n bytes; items is n bytes of plain data.
+    unsafe { std::ptr::copy_nonoverlapping(items.as_ptr() as *const u8, p.as_ptr(), n) };
+    Ok(p.cast())
+}
+
+/// `strdup`, ENOMEM on failure.
+pub fn strdup(s: &CStr) -> Result<NonNull<libc::c_char>> {
+    // SAFETY: s is a valid C string.
+    NonNull::new(unsafe { libc::strdup(s.as_ptr()) }).ok_or(Error::NOMEM)
+}
+
+/// `free` of a block from this module (or NULL).
+///
+/// # Safety
+/// `p` is NULL or a block from `malloc`/`calloc`/`strdup` not freed yet.
+pub unsafe fn free<T>(p: *mut T) {
+    // SAFETY: as the caller promises.
+    unsafe { libc::free(p as *mut libc::c_void) }
+}
+
+/// `Box::new` that reports an exhausted heap as ENOMEM.
+pub fn try_box<T>(value: T) -> Result<Box<T>> {
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        return Ok(Box::new(value));
+    }
+    // SAFETY: non-zero size.
+    let p = unsafe { alloc(layout) } as *mut T;
+    if p.is_null() {
+        return Err(Error::NOMEM);
+    }
+    // SAFETY: p is a fresh allocation of T's layout from the global
+    // allocator, which is what Box::from_raw requires.
+    unsafe {
+        p.write(value);
+        Ok(Box::from_raw(p))
+    }
+}
+
+/// A shared, reference-counted owner whose construction can fail (std's
+/// `Arc::new` aborts the process when the heap is exhausted).
+///
+/// The value is the first thing in the allocation, so `as_ptr` is the
+/// block's address: for the library's C-visible objects, whose public
+/// struct is their first field, it is the pointer C holds.
+pub struct Shared<T> {
+    ptr: NonNull<Inner<T>>,
+    _owns: PhantomData<Inner<T>>,
+}
+
+#[repr(C)]
+struct Inner<T> {
+    value: T,
+    refs: AtomicUsize,
+}
+
+// SAFETY: like Arc: the value is shared between threads, so it must be
+// Send + Sync itself.
+unsafe impl<T: Send + Sync> Send for Shared<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// A new owner of `value`, or ENOMEM (then `value` is dropped).
+    pub fn try_new(value: T) -> Result<Shared<T>> {
+        let layout = Layout::new::<Inner<T>>();
+        // SAFETY: non-zero size (the counter).
+        let p = unsafe { alloc(layout) } as *mut Inner<T>;
+        let Some(ptr) = NonNull::new(p) else { return Err(Error::NOMEM) };
+        // SAFETY: a fresh allocation of Inner<T>'s layout.
+        unsafe { p.write(Inner { value, refs: AtomicUsize::new(1) }) };
+        Ok(Shared { ptr, _owns: PhantomData })
+    }
+
+    /// The address of the value (stable for the owner's whole life).
+    pub fn as_ptr(this: &Self) -> *const T {
+        this.ptr.as_ptr() as *const T
+    }
+
+    /// Whether two owners share one value.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.ptr == b.ptr
+    }
+
+    fn inner(&self) -> &Inner<T> {
+        // SAFETY: alive while this owner exists (it holds a count).
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        // As Arc: a new reference can only come from an existing one, so
+        // Relaxed suffices; an overflow (impossible in practice) aborts
+        // rather than risk a use after free.
+        if self.inner().refs.fetch_add(1, Ordering::Relaxed) > isize::MAX as usize {
+            std::process::abort();
+        }
+        Shared { ptr: self.ptr, _owns: PhantomData }
+    }
+}
+
+impl<T> Drop for Shared<T> {
+    fn drop(&mut self) {
+        if self.inner().refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        // Every other owner's last use happens before the free.
+        fence(Ordering::Acquire);
+        // SAFETY: the last owner: nobody else can reach the value.
+        unsafe {
+            std::ptr::drop_in_place(self.ptr.as_ptr());
+            dealloc(self.ptr.as_ptr() as *mut u8, Layout::new::<Inner<T>>());
+        }
+    }
+}
+
+impl<T> Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner().value
+    }
+}
+
+impl<T> std::fmt::Debug for Shared<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Shared({:p})", Shared::as_ptr(self))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    struct Flag<'a>(&'a AtomicBool);
+    impl Drop for Flag<'_> {
+        fn drop(&mut self) {
+            assert!(!self.0.swap(true, Ordering::SeqCst), "dropped twice");
+        }
+    }
+
+    #[test]
+    fn shared_drops_once_with_the_last_owner() {
+        let dropped = AtomicBool::new(false);
+        let a = Shared::try_new(Flag(&dropped)).unwrap();
+        let b = a.clone();
+        assert!(Shared::ptr_eq(&a, &b));
+        assert_eq!(Shared::as_ptr(&a) as usize, Shared::as_ptr(&b) as usize);
+        drop(a);
+        assert!(!dropped.load(Ordering::SeqCst));
+        drop(b);
+        assert!(dropped.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn shared_across_threads() {
+        let s = Shared::try_new(AtomicUsize::new(0)).unwrap();
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        let c = s.clone();
+                        c.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(s.load(Ordering::Relaxed), 4000);
+    }
+
+    #[test]
+    fn value_is_at_the_start_of_the_block() {
+        #[repr(C)]
+        struct Pub {
+            first: u64,
+        }
+        let s = Shared::try_new(Pub { first: 7 }).unwrap();
+        // SAFETY: the pointer is the value's address.
+        assert_eq!(unsafe { (*Shared::as_ptr(&s)).first }, 7);
+        assert_eq!(Shared::as_ptr(&s) as usize, s.ptr.as_ptr() as usize);
+    }
+
+    #[test]
+    fn c_blocks() {
+        let p = copy_out(&[1u32, 2, 3]).unwrap();
+        // SAFETY: three u32 were copied.
+        assert_eq!(unsafe { *p.as_ptr().add(2) }, 3);
+        // SAFETY: our block.
+        unsafe { free(p.as_ptr()) };
+        let s = strdup(cstr!("abc")).unwrap();
+        // SAFETY: a C string from strdup.
+        assert_eq!(unsafe { CStr::from_ptr(s.as_ptr()) }, cstr!("abc"));
+        // SAFETY: our block.
+        unsafe { free(s.as_ptr()) };
+        let z = calloc1::<[u64; 4]>().unwrap();
+        // SAFETY: zeroed block of that type.
+        assert_eq!(unsafe { *z.as_ptr() }, [0; 4]);
+        // SAFETY: our block.
+        unsafe { free(z.as_ptr()) };
+        assert_eq!(*try_box(5u8).unwrap(), 5);
+    }
+}
