@@ -37,7 +37,7 @@ echo "(instructions per rdma_getaddrinfo+rdma_freeaddrinfo pair, callgrind, fake
 
 # CM core, in the soft-RoCE guest (kernel 6.1).
 bash abi-tests/vm/setup.sh >/dev/null
-cc -O2 -o "$out/cm_bench" abi-tests/bench/cm_bench.c
+cc -O2 -o "$out/cm_bench" abi-tests/bench/cm_bench.c -lpthread
 echo
 echo "CM core per operation, then cmtime's steps (soft-RoCE guest, one boot):"
 bash abi-tests/vm/run.sh --kernel 6.1 --timeout 900 -- \

@@ -43,6 +43,9 @@ step() {
 bash abi-tests/upstream/build-v65.sh >/dev/null || { echo "cannot build upstream v65"; echo "0 passed, 1 failed"; exit 1; }
 
 step build make --no-print-directory all
+step fmt cargo fmt --check
+step clippy cargo clippy --quiet --all-targets -- -D warnings
+step layers python3 abi-tests/layers.py
 step unit cargo test --quiet
 step headers make --no-print-directory check-headers
 step layout bash abi-tests/layout/check.sh

@@ -20,3 +20,11 @@ if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
 	echo "setup-host: no Rust toolchain (cargo) found" >&2
 	exit 1
 fi
+# The lint gates of `make test` (cargo fmt --check, cargo clippy).
+export PATH="$HOME/.cargo/bin:$PATH"
+for c in rustfmt clippy; do
+	if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+		echo "setup-host: installing the $c component"
+		rustup component add "$c" >/dev/null 2>&1 || { echo "setup-host: cannot install $c (rustup component add $c)" >&2; exit 1; }
+	fi
+done

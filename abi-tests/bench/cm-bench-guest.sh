@@ -48,3 +48,42 @@ if command -v strace >/dev/null; then
 fi
 echo "(medians of 5 processes x 1000 ids, both libraries and raw interleaved id by id, kernel $(uname -r) under qemu TCG;"
 echo " ratio = rdmacm-rs / upstream; raw = upstream's kernel commands with no library, the floor for the same commands)"
+
+# User-space instructions per id lifecycle (the five steps), callgrind:
+# 300 ids minus 100 ids, so process start and library initialisation
+# cancel out.
+if command -v valgrind >/dev/null; then
+	cg() { # lib n
+		local e=() f
+		[ "$1" = ours ] && e=(LD_PRELOAD="$OURS")
+		f=$(mktemp /tmp/cg.XXXXXX)
+		env "${e[@]}" valgrind --tool=callgrind --callgrind-out-file="$f" $B cycle "$2" >/dev/null 2>&1
+		awk '/^summary:/ { print $2 }' "$f"
+		rm -f "$f"
+	}
+	for lib in upstream ours; do
+		a=$(cg $lib 100) b=$(cg $lib 300)
+		sum[instr.$lib]=$(((b - a) / 200))
+	done
+	printf '%-16s %12s %12s %8s\n' "instr per id" "${sum[instr.upstream]}" "${sum[instr.ours]}" \
+		"$(ratio "${sum[instr.ours]}" "${sum[instr.upstream]}")"
+	echo "(user-space instructions per id lifecycle: create, bind, resolve addr+event, resolve route+event, destroy;"
+	echo " callgrind, 300 ids minus 100 ids)"
+fi
+
+# Threads: 8 threads, each with its own channel and ids (create, bind,
+# resolve address, destroy), ids per second; the libraries alternate
+# round by round (5 rounds of 4 s), medians.
+for r in 1 2 3 4 5; do
+	for lib in upstream ours; do
+		e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")
+		v=$(env "${e[@]}" $B threads 8 4 | awk '/^threads/ { print $3 }')
+		sum[thr.$lib]+="${v:-0} "
+	done
+done
+tu=$(med <<<"${sum[thr.upstream]}") to=$(med <<<"${sum[thr.ours]}")
+echo
+printf '%-16s %12s %12s %8s\n' "8 threads" "upstream" "rdmacm-rs" ratio
+printf '%-16s %12s %12s %8s\n' "ids per second" "$tu" "$to" "$(ratio "$to" "$tu")"
+echo "(8 threads x own channel, create+bind+resolve addr+destroy, 5 alternating rounds of 4 s, medians;"
+echo " per-round values: upstream ${sum[thr.upstream]}/ ours ${sum[thr.ours]})"

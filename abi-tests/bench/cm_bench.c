@@ -17,14 +17,21 @@
  *       initialisation included).
  *   cm_bench cycle N
  *       N ids through the five steps, nothing timed (for counting system
- *       calls with strace).
- *   "first" and "cycle" use the library the dynamic linker finds for
+ *       calls with strace and instructions with callgrind).
+ *   cm_bench threads T SECONDS
+ *       T threads, each with its own event channel, each creating,
+ *       binding, resolving (address, with its event) and destroying ids of
+ *       its own for SECONDS; prints "threads T IDS_PER_SECOND" (a failed
+ *       step ends the run with exit 1). Measures what a multi-threaded
+ *       server feels of the library's locking.
+ *   "first", "cycle" and "threads" use the library the dynamic linker finds for
  *   librdmacm.so.1 (run them with LD_PRELOAD for ours).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +217,82 @@ static int raw_step(int step, int i)
 	}
 }
 
+/* threads mode: one worker per thread, its own channel and ids. */
+struct worker {
+	struct lib *l;
+	struct rdma_event_channel *ch;
+	long done;
+	int failed;
+};
+static volatile int stop_workers;
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	struct lib *l = w->l;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	while (!stop_workers) {
+		int ok;
+
+		if (l->create_id(w->ch, &id, NULL, RDMA_PS_TCP)) {
+			w->failed = 1;
+			break;
+		}
+		ok = !l->bind_addr(id, (struct sockaddr *)&src) &&
+		     !l->resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) && !l->get_event(w->ch, &ev);
+		if (ok) {
+			ok = ev->event == RDMA_CM_EVENT_ADDR_RESOLVED;
+			l->ack_event(ev);
+		}
+		if (l->destroy_id(id) || !ok) {
+			w->failed = 1;
+			break;
+		}
+		w->done++;
+	}
+	return NULL;
+}
+
+static int threads(int nt, int secs)
+{
+	void *h = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_GLOBAL);
+	struct worker *w = calloc(nt, sizeof(*w));
+	pthread_t *tid = calloc(nt, sizeof(*tid));
+	struct lib l;
+	long total = 0;
+	double t0, t1;
+	int i;
+
+	if (!h || !w || !tid)
+		return 1;
+	load_from(&l, h, "librdmacm.so.1", 1);
+	for (i = 0; i < nt; i++) {
+		w[i].l = &l;
+		w[i].ch = l.create_channel();
+		if (!w[i].ch)
+			return 1;
+	}
+	t0 = now_us();
+	for (i = 0; i < nt; i++)
+		pthread_create(&tid[i], NULL, work, &w[i]);
+	sleep(secs);
+	stop_workers = 1;
+	for (i = 0; i < nt; i++) {
+		pthread_join(tid[i], NULL);
+		total += w[i].done;
+		if (w[i].failed) {
+			fprintf(stderr, "thread %d: a step failed\n", i);
+			return 1;
+		}
+		l.destroy_channel(w[i].ch);
+	}
+	t1 = now_us();
+	printf("threads %d %.0f\n", nt, total / ((t1 - t0) / 1e6));
+	return 0;
+}
+
 static const char *const step_names[] = { "create_id", "bind", "resolve_addr", "resolve_route", "destroy" };
 
 int main(int argc, char **argv)
@@ -254,6 +337,8 @@ int main(int argc, char **argv)
 					return 1;
 		return 0;
 	}
+	if (argc == 4 && !strcmp(argv[1], "threads"))
+		return threads(atoi(argv[2]), atoi(argv[3]));
 	if (argc != 5 || strcmp(argv[1], "ops"))
 		return 2;
 	n = atoi(argv[2]);
