@@ -12,7 +12,7 @@
  *
  * Every case runs in its own child process (forked before the library is
  * touched, so each case starts from an uninitialised library), with a hard
- * timeout; a crash or hang is reported as a line of that case and does not
+ * timeout (the case runner of abi-tests/common/harness.c); a crash or hang is reported as a line of that case and does not
  * take the other cases down. Each case prints deterministic lines only: no
  * pointers, no fd numbers, no kernel-chosen (ephemeral) ports, no flow
  * labels, no timings. Lines have the form "  LABEL: RESULT" (one LABEL per
@@ -41,11 +41,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include "../common/harness.h"
 
 /* v60+ (RDMACM_1.4) values that Debian 44's header lacks. */
 #define EV_ADDRINFO_RESOLVED 16
@@ -64,122 +64,7 @@ static int (*p_write_cm_event)(struct rdma_cm_id *, enum rdma_cm_event_type, int
 static int (*p_resolve_addrinfo)(struct rdma_cm_id *, const char *, const char *, const struct rdma_addrinfo *);
 static int (*p_query_addrinfo)(struct rdma_cm_id *, struct rdma_addrinfo **);
 
-/* errno as its symbolic name; a value that is no errno (upstream v65
- * sometimes leaves -1 or an EAI code there) prints as the number. */
-static const char *en(int e)
-{
-	static char buf[16];
-	const char *n = e > 0 ? strerrorname_np(e) : NULL;
-
-	if (n)
-		return n;
-	snprintf(buf, sizeof(buf), "%d", e);
-	return buf;
-}
-
-/* "  LABEL: ret=0" or "  LABEL: ret=-1 errno=NAME"; evaluates to ret. */
-#define R(label, call)                                                    \
-	({                                                                \
-		int _r;                                                   \
-		errno = 0;                                                \
-		_r = (call);                                              \
-		if (_r == -1)                                             \
-			printf("  %s: ret=-1 errno=%s\n", label, en(errno)); \
-		else                                                      \
-			printf("  %s: ret=%d\n", label, _r);              \
-		_r;                                                       \
-	})
-
-/*
- * Run one call in a child process and report how it ended. Used for calls
- * that crash some reference library (documented upstream bugs), so the
- * crash is shown as a result line instead of killing the case.
- */
-#define IN_CHILD(label, call)                                                        \
-	do {                                                                         \
-		int _st;                                                             \
-		pid_t _p;                                                            \
-		fflush(stdout);                                                      \
-		_p = fork();                                                         \
-		if (_p == 0) {                                                       \
-			R(label, call);                                              \
-			fflush(stdout);                                              \
-			_exit(0);                                                    \
-		}                                                                    \
-		if (_p < 0 || waitpid(_p, &_st, 0) != _p)                            \
-			printf("  %s: fork/wait failed\n", label);                   \
-		else if (WIFSIGNALED(_st))                                           \
-			printf("  %s: killed by SIG%s\n", label, sigabbrev_np(WTERMSIG(_st))); \
-	} while (0)
-
 /* ---- printing ---- */
-
-static void sa_set(struct sockaddr_storage *ss, const char *ip, int port)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (strchr(ip, ':')) {
-		struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
-		s->sin6_family = AF_INET6;
-		s->sin6_port = htons(port);
-		inet_pton(AF_INET6, ip, &s->sin6_addr);
-	} else {
-		struct sockaddr_in *s = (struct sockaddr_in *)ss;
-		s->sin_family = AF_INET;
-		s->sin_port = htons(port);
-		inet_pton(AF_INET, ip, &s->sin_addr);
-	}
-}
-
-static void hex(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	while (n--)
-		printf("%02x", *b++);
-}
-
-/* A port (network order) as text: the ports this program chooses are all
- * below 32768; anything else was picked by the kernel from the ephemeral
- * range, differs per run, and prints as "ephemeral". */
-static const char *port_str(uint16_t be)
-{
-	static char buf[2][16];
-	static int i;
-	unsigned p = ntohs(be);
-
-	i ^= 1;
-	if (p >= 32768)
-		return "ephemeral";
-	snprintf(buf[i], sizeof(buf[i]), "%u", p);
-	return buf[i];
-}
-
-static void print_sa(const char *what, const struct sockaddr *sa)
-{
-	char buf[INET6_ADDRSTRLEN];
-
-	if (!sa) {
-		printf("    %s: NULL\n", what);
-		return;
-	}
-	switch (sa->sa_family) {
-	case AF_INET: {
-		const struct sockaddr_in *s = (const void *)sa;
-		inet_ntop(AF_INET, &s->sin_addr, buf, sizeof(buf));
-		printf("    %s: inet %s port %s\n", what, buf, port_str(s->sin_port));
-		break;
-	}
-	case AF_INET6: {
-		const struct sockaddr_in6 *s = (const void *)sa;
-		inet_ntop(AF_INET6, &s->sin6_addr, buf, sizeof(buf));
-		printf("    %s: inet6 %s port %s flowinfo %#x scope %u\n", what, buf, port_str(s->sin6_port),
-		       ntohl(s->sin6_flowinfo), s->sin6_scope_id);
-		break;
-	}
-	default:
-		printf("    %s: family %d\n", what, sa->sa_family);
-	}
-}
 
 static const char *fd_state(struct rdma_event_channel *ch)
 {
@@ -574,12 +459,6 @@ static void c_bind_port_clash(void)
 }
 
 /* ---- devices, strings ---- */
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void c_devices(void)
 {
 	struct ibv_context **l;
@@ -1106,11 +985,6 @@ static void c14_resolve_eai(void)
 	rdma_destroy_event_channel(ch);
 }
 
-struct tcase {
-	const char *name;
-	void (*fn)(void);
-};
-
 static const struct tcase tcases[] = {
 	{ "async-local", c_async_local },
 	{ "async-src", c_async_src },
@@ -1168,78 +1042,24 @@ static const struct tcase tcases[] = {
 	{ "v14-resolve-sa-rxe", c14_resolve_sa_rxe },
 	{ "v14-resolve-eai", c14_resolve_eai },
 };
-#define NT (sizeof(tcases) / sizeof(tcases[0]))
 
-static int no_fork;
-
-/* Run one case in a child with a hard timeout; report abnormal ends.
- * With --no-fork (for one valgrind leak check over several cases) the case
- * runs in this process; a hang still ends it (SIGALRM). */
-static void run_case(const struct tcase *t)
+static void init(void)
 {
-	int st;
-	pid_t p;
-
-	printf("case %s:\n", t->name);
-	fflush(stdout);
-	if (no_fork) {
-		alarm(CASE_TIMEOUT);
-		t->fn();
-		alarm(0);
-		return;
-	}
-	p = fork();
-	if (p == 0) {
-		alarm(CASE_TIMEOUT);
-		t->fn();
-		fflush(stdout);
-		exit(0);
-	}
-	if (p < 0 || waitpid(p, &st, 0) != p)
-		printf("  [case: fork/wait failed]\n");
-	else if (WIFSIGNALED(st))
-		printf("  [case killed by SIG%s%s]\n", sigabbrev_np(WTERMSIG(st)),
-		       WTERMSIG(st) == SIGALRM ? ": hung, timeout" : "");
-	else if (WEXITSTATUS(st))
-		printf("  [case exited %d]\n", WEXITSTATUS(st));
+	p_write_cm_event = dlsym(RTLD_DEFAULT, "rdma_write_cm_event");
+	p_resolve_addrinfo = dlsym(RTLD_DEFAULT, "rdma_resolve_addrinfo");
+	p_query_addrinfo = dlsym(RTLD_DEFAULT, "rdma_query_addrinfo");
 }
 
 int main(int argc, char **argv)
 {
-	struct rlimit no_core = { 0, 0 };
-	size_t i;
-	int a;
+	static const struct harness h = {
+		.prog = "cm_diff",
+		.cases = tcases,
+		.ncases = sizeof(tcases) / sizeof(tcases[0]),
+		.timeout = CASE_TIMEOUT,
+		.no_fork_option = 1,
+		.init = init,
+	};
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	setrlimit(RLIMIT_CORE, &no_core); /* crashes are expected in IN_CHILD */
-	p_write_cm_event = dlsym(RTLD_DEFAULT, "rdma_write_cm_event");
-	p_resolve_addrinfo = dlsym(RTLD_DEFAULT, "rdma_resolve_addrinfo");
-	p_query_addrinfo = dlsym(RTLD_DEFAULT, "rdma_query_addrinfo");
-	if (argc == 2 && !strcmp(argv[1], "--list")) {
-		for (i = 0; i < NT; i++)
-			printf("%s\n", tcases[i].name);
-		return 0;
-	}
-	if (argc > 1 && !strcmp(argv[1], "--no-fork")) {
-		no_fork = 1;
-		argv[1] = argv[0];
-		argv++;
-		argc--;
-	}
-	for (a = 1; a < argc; a++) {
-		for (i = 0; i < NT && strcmp(argv[a], tcases[i].name); i++)
-			;
-		if (i == NT) {
-			fprintf(stderr, "cm_diff: unknown case %s\n", argv[a]);
-			return 2;
-		}
-	}
-	for (i = 0; i < NT; i++) {
-		int run = argc == 1;
-		for (a = 1; a < argc; a++)
-			run |= !strcmp(argv[a], tcases[i].name);
-		if (run)
-			run_case(&tcases[i]);
-	}
-	return 0;
+	return harness_main(&h, argc, argv);
 }

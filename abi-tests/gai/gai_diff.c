@@ -37,6 +37,8 @@
  * has a length) run in a forked child; a crash prints "crashed (SIGNAME)".
  * A case that takes over 2 s (a name lookup waiting for DNS) is reported on
  * stderr, never on stdout.
+ *
+ * Errno names and hex come from the shared abi-tests/common/harness.c.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -55,6 +57,7 @@
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
 #include <infiniband/ib.h>
+#include "../common/harness.h"
 
 /* RDMACM 1.4 flags (rdma-core v60+); Debian 12's v44 header lacks them. */
 #ifndef RAI_SA
@@ -451,13 +454,10 @@ static int call(const struct gcase *c, struct rdma_addrinfo **res)
 	return rdma_getaddrinfo(c->node, c->service, c->hints ? &hints : NULL, c->tags & T_RES_NULL ? NULL : res);
 }
 
+/* hex (harness.h) of at most 4096 bytes, "..." for the rest */
 static void hexdump(const void *p, size_t n)
 {
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < n && i < 4096; i++)
-		printf("%02x", b[i]);
+	hex(p, n < 4096 ? n : 4096);
 	if (n > 4096)
 		printf("...");
 }
@@ -507,17 +507,6 @@ static void print_addr(const char *what, const struct sockaddr *sa, socklen_t le
 		hexdump(sa, len);
 	}
 	printf("\n");
-}
-
-static const char *errname(int e)
-{
-	static char num[16];
-	const char *s = strerrorname_np(e);
-
-	if (s)
-		return s;
-	snprintf(num, sizeof(num), "%d", e);
-	return num;
 }
 
 static const char *eainame(int ret)
@@ -594,7 +583,7 @@ static void run_case_here(const struct gcase *c)
 		if (err == SENTINEL)
 			fprintf(logfp, "errno %s kept\n", c->name);
 		else
-			fprintf(logfp, "errno %s changed to %s\n", c->name, errname(err));
+			fprintf(logfp, "errno %s changed to %s\n", c->name, en(err));
 		fflush(logfp);
 	}
 	t = now() - t;
@@ -604,7 +593,7 @@ static void run_case_here(const struct gcase *c)
 	if (ret < -1)
 		printf(" (%s)", eainame(ret));
 	if (ret == -1 || ret == EAI_SYSTEM)
-		printf(" errno=%s", errname(err));
+		printf(" errno=%s", en(err));
 	printf("\n");
 	if (ret == 0 && !(c->tags & T_RES_NULL)) {
 		print_result(res);

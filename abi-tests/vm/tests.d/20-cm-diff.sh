@@ -29,24 +29,9 @@
 # Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure, 77
 # when nothing could run.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
-REPO=$PWD
-KERNEL=${VM_KERNEL:-$(uname -r)}
-OUT=${VM_OUT:-/tmp}
+source "$(dirname "$0")/../testlib.sh"
 B=build/abi-tests
-tmp=$(mktemp -d /tmp/cm-diff.XXXXXX)
-pass=0 fail=0 skip=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
-skp() { echo "SKIP $*"; skip=$((skip + 1)); }
-finish() {
-	mkdir -p "$OUT" 2>/dev/null && rm -rf "$OUT/cm-diff-$KERNEL" && cp -r "$tmp" "$OUT/cm-diff-$KERNEL" 2>/dev/null
-	rm -rf "$tmp"
-	echo "$pass passed, $fail failed, $skip skipped"
-	((fail)) && exit 1
-	((pass)) || exit 77
-	exit 0
-}
+work_dir cm-diff keep
 
 for p in cm_diff cm_threads; do
 	[ -x "$B/$p" ] || { bad "$B/$p not built (abi-tests/cm/build.sh runs on the host)"; finish; }

@@ -9,20 +9,12 @@
 # leave the application the same device list as Debian's.
 # Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+source "$(dirname "$0")/../testlib.sh"
+EMPTY_EXIT=0
 OURS=${RDMACM_UNDER_TEST:-$PWD/build/librdmacm.so.1}
 P=build/abi-tests/providers
-pass=0 fail=0 skip=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
-finish() {
-	echo "$pass passed, $fail failed, $skip skipped"
-	((fail == 0)) || exit 1
-	exit 0
-}
 if [ ! -x "$P" ] || [ ! -e "$OURS" ]; then
-	echo "SKIP providers: $P or $OURS not built"
-	skip=1
+	skp "providers: $P or $OURS not built"
 	finish
 fi
 deb=$("$P" 192.0.2.1 2>&1) || bad "providers with Debian's library: exit $? ($deb)"
@@ -49,8 +41,7 @@ if ((all_rxe)); then
 		bad "ours mapped: '$prov_o' (want only rxe; Debian: $n_d)"
 	fi
 else
-	echo "SKIP provider count: not every device is an rxe device ($devs)"
-	skip=$((skip + 1))
+	skp "provider count: not every device is an rxe device ($devs)"
 fi
 app_d=$(grep '^app_device' <<<"$deb" | sort); app_o=$(grep '^app_device' <<<"$ours" | sort)
 if [ -n "$app_d" ] && [ "$app_o" = "$app_d" ]; then

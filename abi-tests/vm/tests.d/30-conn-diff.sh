@@ -23,28 +23,14 @@
 # Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure, 77
 # when nothing could run.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
-REPO=$PWD
-KERNEL=${VM_KERNEL:-$(uname -r)}
-OUT=${VM_OUT:-/tmp}
+source "$(dirname "$0")/../testlib.sh"
 B=build/abi-tests
-tmp=$(mktemp -d /tmp/conn-diff.XXXXXX)
-pass=0 fail=0 skip=0
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
-skp() { echo "SKIP $*"; skip=$((skip + 1)); }
+work_dir conn-diff keep
 net_down() {
 	rdma link delete rxe_cnv 2>/dev/null
 	ip link del cnv0 2>/dev/null
 }
-finish() {
-	net_down
-	mkdir -p "$OUT" 2>/dev/null && rm -rf "$OUT/conn-diff-$KERNEL" && cp -r "$tmp" "$OUT/conn-diff-$KERNEL" 2>/dev/null
-	rm -rf "$tmp"
-	echo "$pass passed, $fail failed, $skip skipped"
-	((fail)) && exit 1
-	((pass)) || exit 77
-	exit 0
-}
+on_finish() { net_down; }
 
 [ -x "$B/conn_diff" ] || { bad "$B/conn_diff not built (abi-tests/conn/build.sh runs on the host)"; finish; }
 
@@ -110,8 +96,7 @@ if [ "${CONN_SELFCHECK:-0}" = 1 ]; then
 	if ((${#differ[@]})); then
 		bad "self-check: v44 printed differently in two runs: ${differ[*]}"
 	else
-		echo "ok   self-check: v44 printed the same in two runs (${#CASES[@]} cases)"
-		pass=$((pass + 1))
+		ok "self-check: v44 printed the same in two runs (${#CASES[@]} cases)"
 	fi
 fi
 

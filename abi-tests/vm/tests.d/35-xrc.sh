@@ -9,19 +9,11 @@
 # messages are v65's, not compared).
 # Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+source "$(dirname "$0")/../testlib.sh"
+EMPTY_EXIT=0
 OURS=${RDMACM_UNDER_TEST:-$PWD/build/librdmacm.so.1}
-tmp=$(mktemp -d /tmp/xrc.XXXXXX)
-pass=0 fail=0 skip=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
-finish() {
-	rm -rf "$tmp"
-	echo "$pass passed, $fail failed, $skip skipped"
-	((fail)) && exit 1
-	exit 0
-}
-command -v rdma_xserver >/dev/null || { echo "SKIP no rdma_xserver"; echo "0 passed, 0 failed, 1 skipped"; exit 77; }
+work_dir xrc
+command -v rdma_xserver >/dev/null || { skp "no rdma_xserver"; EMPTY_EXIT=77; finish; }
 mkdir -p "$tmp/lib" && ln -sf "$(readlink -f "$OURS")" "$tmp/lib/librdmacm.so.1"
 
 SRC=$PWD/build/srccompat

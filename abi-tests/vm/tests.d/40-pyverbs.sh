@@ -35,25 +35,10 @@
 # Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure, 77
 # when nothing could be compared.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
-REPO=$PWD
-KERNEL=${VM_KERNEL:-$(uname -r)}
-OUT=${VM_OUT:-/tmp}
+source "$(dirname "$0")/../testlib.sh"
 DEV=${PYVERBS_DEV:-rxe0}
 RUN_TIMEOUT=${PYVERBS_RUN_TIMEOUT:-240}
-tmp=$(mktemp -d /tmp/pyverbs.XXXXXX)
-pass=0 fail=0 skip=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
-skp() { echo "SKIP $*"; skip=$((skip + 1)); }
-finish() {
-	mkdir -p "$OUT" 2>/dev/null && rm -rf "$OUT/pyverbs-$KERNEL" && cp -r "$tmp" "$OUT/pyverbs-$KERNEL" 2>/dev/null
-	rm -rf "$tmp"
-	echo "$pass passed, $fail failed, $skip skipped"
-	((fail)) && exit 1
-	((pass)) || exit 77
-	exit 0
-}
+work_dir pyverbs keep
 
 U=.cache/upstream
 V65_LIB=$(cat "$U/v65-libdir" 2>/dev/null) || V65_LIB=""

@@ -8,23 +8,9 @@
 # Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure, 77 when
 # nothing could run.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
-KERNEL=${VM_KERNEL:-$(uname -r)}
-OUT=${VM_OUT:-/tmp}
+source "$(dirname "$0")/../testlib.sh"
 OURS=${RDMACM_UNDER_TEST:-$PWD/build/librdmacm.so.1}
-tmp=$(mktemp -d /tmp/leaks.XXXXXX)
-pass=0 fail=0 skip=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
-skp() { echo "SKIP $*"; skip=$((skip + 1)); }
-finish() {
-	mkdir -p "$OUT" 2>/dev/null && rm -rf "$OUT/leaks-$KERNEL" && cp -r "$tmp" "$OUT/leaks-$KERNEL" 2>/dev/null
-	rm -rf "$tmp"
-	echo "$pass passed, $fail failed, $skip skipped"
-	((fail)) && exit 1
-	((pass)) || exit 77
-	exit 0
-}
+work_dir leaks keep
 command -v valgrind >/dev/null || { skp "no valgrind"; finish; }
 [ -e "$OURS" ] || { skp "our library $OURS is not built"; finish; }
 mkdir -p "$tmp/lib" && ln -sf "$(readlink -f "$OURS")" "$tmp/lib/librdmacm.so.1"
