@@ -77,6 +77,24 @@ pub fn try_box<T>(value: T) -> Result<Box<T>> {
     }
 }
 
+/// [`try_box`] built in place: `init` must write every field of the value
+/// (large values are not copied through the stack).
+///
+/// # Safety
+/// `init` initialises the whole `T` at the pointer it is given.
+pub unsafe fn try_box_in_place<T>(init: impl FnOnce(*mut T)) -> Result<Box<T>> {
+    let layout = Layout::new::<T>();
+    assert!(layout.size() != 0, "zero-sized value");
+    // SAFETY: non-zero size.
+    let p = unsafe { alloc(layout) } as *mut T;
+    if p.is_null() {
+        return Err(Error::NOMEM);
+    }
+    init(p);
+    // SAFETY: a global-allocator block of T's layout, initialised by init.
+    Ok(unsafe { Box::from_raw(p) })
+}
+
 /// A shared, reference-counted owner whose construction can fail (std's
 /// `Arc::new` aborts the process when the heap is exhausted).
 ///
@@ -109,6 +127,23 @@ impl<T> Shared<T> {
         let Some(ptr) = NonNull::new(p) else { return Err(Error::NOMEM) };
         // SAFETY: a fresh allocation of Inner<T>'s layout.
         unsafe { p.write(Inner { value, refs: AtomicUsize::new(1) }) };
+        Ok(Shared { ptr, _owns: PhantomData })
+    }
+
+    /// [`Shared::try_new`] built in place.
+    ///
+    /// # Safety
+    /// `init` initialises the whole `T` at the pointer it is given.
+    pub unsafe fn try_new_in_place(init: impl FnOnce(*mut T)) -> Result<Shared<T>> {
+        let layout = Layout::new::<Inner<T>>();
+        // SAFETY: non-zero size (the counter).
+        let p = unsafe { alloc(layout) } as *mut Inner<T>;
+        let Some(ptr) = NonNull::new(p) else { return Err(Error::NOMEM) };
+        // SAFETY: places inside our fresh block; init writes the value.
+        unsafe {
+            init(std::ptr::addr_of_mut!((*p).value));
+            std::ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(1));
+        }
         Ok(Shared { ptr, _owns: PhantomData })
     }
 

@@ -73,16 +73,18 @@ impl<V> Table<V> {
     /// Record `value` under `key` (replacing nothing: keys are unique
     /// while alive). ENOMEM if the shard cannot grow.
     pub fn insert(&self, key: usize, value: V) -> Result<()> {
-        let mut m = self.shard(key);
-        m.try_reserve(1).map_err(|_| Error::NOMEM)?;
-        m.insert(key, value);
-        Ok(())
+        self.try_insert(key, value).map_err(|_| Error::NOMEM)
     }
 
-    /// Make room for one more entry in `key`'s shard, so that a later
-    /// [`insert`](Self::insert) of it is unlikely to need memory.
-    pub fn reserve(&self, key: usize) -> Result<()> {
-        self.shard(key).try_reserve(1).map_err(|_| Error::NOMEM)
+    /// [`insert`](Self::insert) that hands the value back when the shard
+    /// cannot grow.
+    pub fn try_insert(&self, key: usize, value: V) -> std::result::Result<(), V> {
+        let mut m = self.shard(key);
+        if m.try_reserve(1).is_err() {
+            return Err(value);
+        }
+        m.insert(key, value);
+        Ok(())
     }
 
     /// Run `f` on the entry of `key` (or None) under its shard's lock.

@@ -359,7 +359,7 @@ static void c_timeout_sync(void)
 /*
  * rdma_resolve_route on ids without a device: a fresh id, and one whose
  * address resolution failed. Upstream reads id->verbs->device without a
- * check (reference §4.7, §6 #11) and crashes; the call runs in a child so
+ * check and crashes; the call runs in a child so
  * the crash is a result line. Ours must answer EINVAL
  * (expected-diffs.txt).
  */
@@ -697,7 +697,7 @@ static void c_destroy_unread(void)
 /* ---- RDMACM_1.4 (reference: upstream v65) ---- */
 
 /*
- * Raw ucma probe (reference §3): does the kernel itself accept a command?
+ * Raw ucma probe: does the kernel itself accept a command?
  * Shows the kernel's own errno next to what the libraries report, so that
  * the expectation for ours in expected-diffs.txt can be checked against
  * the kernel, not against either library. Uses a private fd.

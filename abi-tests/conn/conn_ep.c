@@ -230,8 +230,8 @@ void c_ep_sync(void)
  * ai_connect: data the endpoint puts in front of the user's private data
  * on its first connect (rdma_create_ep keeps a copy). The server prints
  * what it received and rejects. With 200 + 56 bytes the sum is 256: the
- * reference library's u8 length wraps to 0 (upstream bug, reference §6
- * #12: no bound on the sum).
+ * reference library's u8 length wraps to 0 (upstream bug: no bound on
+ * the sum).
  */
 static int aic_len, aic_user;
 static void *aic_client(void *arg)

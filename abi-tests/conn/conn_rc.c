@@ -385,7 +385,7 @@ void c_connect_error(void)
 		query_qp_state("client qp", cid->qp);
 		no_ev("server: no RTU", sch, 300);
 		/* the server goes away: its REJ reaches the client, whose
-		 * library swallows it after a CONNECT_ERROR (reference §4.10);
+		 * library swallows it after a CONNECT_ERROR;
 		 * non-blocking, so a swallowed event does not leave the read
 		 * waiting for the next one. (A rdma_reject here instead makes
 		 * the server's destroy wait about a minute in the kernel.) */

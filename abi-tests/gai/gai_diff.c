@@ -31,7 +31,7 @@
  * check it ran the intended library) and, for every successful call,
  * "errno NAME kept" or "errno NAME changed to ENAME": errno is preset to a
  * sentinel before each call, and a successful call must leave it alone
- * (reference §6 #4; upstream clobbers it).
+ * (upstream clobbers it).
  *
  * Cases that crash upstream (res == NULL, a hint address that is NULL but
  * has a length) run in a forked child; a crash prints "crashed (SIGNAME)".
@@ -269,7 +269,7 @@ static const struct gcase cases[] = {
 	HS("ib-no-numeric-flag", "fe80::1", "1", RAI_FAMILY, AF_IB, 0, 0),
 	HS("ib-no-numeric-flag-name", "localhost", "1", RAI_FAMILY, AF_IB, 0, PS_IB),
 	HS("ib-family-flag-inet6", "fe80::1", "1", IBCONV, AF_INET6, 0, PS_IB),
-	/* Upstream bug §6 #3: a non-IPv6 answer read as sockaddr_in6. */
+	/* Upstream bug: a non-IPv6 answer read as sockaddr_in6. */
 	HS("ib-v4-literal", "192.0.2.1", "7471", IBCONV, AF_IB, 0, PS_IB),
 	HS("ib-v4-literal-passive", "192.0.2.1", "7471", RAI_PASSIVE | IBCONV, AF_IB, 0, PS_IB),
 	HS("ib-passive-wildcard", NULL, "7471", RAI_PASSIVE | IBCONV, AF_IB, 0, PS_IB),
@@ -320,7 +320,7 @@ static const struct gcase cases[] = {
 	/* NULL arguments. */
 	NOH("all-null", NULL, NULL),
 	HS("service-null-name", "localhost", NULL, 0, AF_INET, 0, 0),
-	/* Upstream writes *res unchecked (§6 #4) and memcpy()s a NULL hint
+	/* Upstream writes *res unchecked and memcpy()s a NULL hint
 	 * address that has a length: both crash there. */
 	{ .name = "res-null", .node = "127.0.0.1", .service = "7471", .tags = T_FORK | T_RES_NULL },
 	{ .name = "res-null-hints-only", .hints = 1, .tags = T_FORK | T_RES_NULL },

@@ -25,10 +25,10 @@
 # Checks, each counted per case and mode of ours:
 #   diff      our output = the reference's, except for the cases listed in
 #             expected-diffs.txt, whose output must differ and match the
-#             expectation written there (reasoned from the reference, §6);
+#             expectation written there (reasoned from upstream's source);
 #             compared by compare.awk; plus rdma_freeaddrinfo(NULL) returns
-#   errno     a successful call leaves errno as it was (reference §6 #4;
-#             upstream clobbers it, we must not; the references' count is
+#   errno     a successful call leaves errno as it was (upstream
+#             clobbers it, we must not; the references' count is
 #             printed for information)
 #   no-device (fake sysfs only) with no RDMA device every case but all-NULL
 #             is -1/ENODEV (all-NULL is -1/EINVAL), in every library (a
@@ -144,17 +144,17 @@ for m in "${MODES[@]}"; do
 	fi
 done
 
-# 2. errno untouched on success (§6 #4); the references only for information.
+# 2. errno untouched on success; the references only for information.
 for c in "${CONFIGS[@]}"; do
 	k=0 s=0
 	while read -r _ n rest; do
 		s=$((s + 1))
 		[ "$rest" = kept ] && continue
 		k=$((k + 1))
-		[[ $c == ref* ]] || ((self)) || echo "FAIL $n [errno $c]: errno $rest on success (must be left alone, §6 #4)"
+		[[ $c == ref* ]] || ((self)) || echo "FAIL $n [errno $c]: errno $rest on success (must be left alone)"
 	done < <(grep "^errno " "$tmp/$c.log")
 	if [[ $c == ref* ]] || ((self)); then
-		echo "info $c: errno changed by $k of $s successful calls (upstream bug §6 #4)"
+		echo "info $c: errno changed by $k of $s successful calls (upstream bug)"
 	else
 		pass=$((pass + s - k)) fail=$((fail + k))
 	fi

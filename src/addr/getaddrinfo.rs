@@ -180,14 +180,13 @@ pub fn rdma_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) 
     if node.is_none() && service.is_none() && !h.given() {
         return Err(Error::INVAL);
     }
-    let h = *h;
-    let num = numeric_answer(node, service, &h);
+    let num = numeric_answer(node, service, h);
     if let Some(a) = &num {
-        if let Some(list) = fast_path(&h, a)? {
+        if let Some(list) = fast_path(h, a)? {
             return Ok(list);
         }
     }
-    let list = resolve(node, service, &h, num)?;
+    let list = resolve(node, service, h, num)?;
     to_c_list(&list)
 }
 
@@ -206,9 +205,11 @@ fn fast_path(h: &Hints, a: &numeric::Answer) -> Result<Option<AddrInfoList>> {
     }
     crate::ucma::init()?;
     let list = AddrInfoList(cmem::calloc1::<rdma_addrinfo>()?.as_ptr());
-    let raw = a.addr.raw();
-    let addr = raw.to_malloc()?;
-    let len = raw.len();
+    let (addr, len) = match &a.addr {
+        numeric::NumAddr::V4(s) => (cmem::copy_out(std::slice::from_ref(s))?.cast(), std::mem::size_of_val(s)),
+        numeric::NumAddr::V6(s) => (cmem::copy_out(std::slice::from_ref(s))?.cast(), std::mem::size_of_val(s)),
+    };
+    let addr: *mut libc::sockaddr = addr.as_ptr();
     // SAFETY: a fresh zeroed node owned by `list`.
     let r = unsafe { &mut *list.0 };
     r.ai_family = a.addr.family();

@@ -42,10 +42,9 @@ impl HintMemory for CHints<'_> {
     }
 }
 
-fn c_hints<'a>(h: Option<&'a rdma_addrinfo>, mem: &'a CHints<'a>) -> Hints<'a> {
-    match h {
-        None => Hints::default(),
-        Some(h) => Hints {
+fn c_hints<'a>(h: Option<&'a rdma_addrinfo>, mem: Option<&'a CHints<'a>>) -> Hints<'a> {
+    match (h, mem) {
+        (Some(h), Some(mem)) => Hints {
             given: true,
             flags: h.ai_flags,
             family: h.ai_family,
@@ -56,13 +55,8 @@ fn c_hints<'a>(h: Option<&'a rdma_addrinfo>, mem: &'a CHints<'a>) -> Hints<'a> {
             route_len: h.ai_route_len,
             mem: Some(mem),
         },
+        _ => Hints::default(),
     }
-}
-
-/// All-zero hints, for when the caller gives none.
-fn no_hints() -> rdma_addrinfo {
-    // SAFETY: all-zero is a valid rdma_addrinfo (NULLs, zeros).
-    unsafe { std::mem::zeroed() }
 }
 
 /// # Safety
@@ -76,13 +70,15 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
     res: *mut *mut rdma_addrinfo,
 ) -> c_int {
     crate::capi::guard(|| {
-        let zero = no_hints();
         // SAFETY: as the caller promises.
         let h = unsafe { hints.as_ref() };
-        let mem = CHints(h.unwrap_or(&zero));
+        let mem = h.map(CHints);
         // SAFETY: as the caller promises.
-        let list =
-            getaddrinfo::rdma_getaddrinfo(unsafe { cstr_opt(node) }, unsafe { cstr_opt(service) }, &c_hints(h, &mem))?;
+        let list = getaddrinfo::rdma_getaddrinfo(
+            unsafe { cstr_opt(node) },
+            unsafe { cstr_opt(service) },
+            &c_hints(h, mem.as_ref()),
+        )?;
         if res.is_null() {
             // Upstream writes through `res` unchecked; we refuse.
             return Err(Error::INVAL);
@@ -118,12 +114,11 @@ pub unsafe extern "C" fn rdma_resolve_addrinfo(
 ) -> c_int {
     guard0(|| {
         let idp = id::lookup(id)?;
-        let zero = no_hints();
         // SAFETY: as the caller promises.
         let h = unsafe { hints.as_ref() };
-        let mem = CHints(h.unwrap_or(&zero));
+        let mem = h.map(CHints);
         // SAFETY: as the caller promises.
-        ops::resolve_addrinfo(&idp, unsafe { cstr_opt(node) }, unsafe { cstr_opt(service) }, &c_hints(h, &mem))
+        ops::resolve_addrinfo(&idp, unsafe { cstr_opt(node) }, unsafe { cstr_opt(service) }, &c_hints(h, mem.as_ref()))
     })
 }
 

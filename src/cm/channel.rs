@@ -38,10 +38,21 @@ impl Channel {
     }
 }
 
+impl Channel {
+    /// A channel value with no descriptor, for unit tests of objects that
+    /// need one.
+    #[cfg(test)]
+    pub fn for_tests() -> Channel {
+        Channel { public: rdma_event_channel { fd: -1 }, ids: AtomicUsize::new(0) }
+    }
+}
+
 impl Drop for Channel {
     fn drop(&mut self) {
-        // SAFETY: the channel owns its fd.
-        unsafe { libc::close(self.public.fd) };
+        if self.public.fd >= 0 {
+            // SAFETY: the channel owns its fd.
+            unsafe { libc::close(self.public.fd) };
+        }
     }
 }
 

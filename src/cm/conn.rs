@@ -60,7 +60,7 @@ fn conn_to_kern(st: &IdState, src: Option<&ConnParams>, qp_num: u32, srq: u8) ->
     k.responder_resources = st.responder_resources;
     k.initiator_depth = st.initiator_depth;
     k.valid = 1;
-    let head = st.connect_data.as_bytes();
+    let head = st.connect_data.as_deref().map_or(&[][..], |d| d.as_bytes());
     let data = src.map_or(&[][..], |p| p.private_data);
     match src {
         Some(p) => {
@@ -113,7 +113,7 @@ pub fn connect(idp: &Id, param: Option<&ConnParams>) -> Result<()> {
         (conn_to_kern(&st, param, qp_num, srq)?, cmd::Ece { vendor_id: st.local_ece.0, attr_mod: st.local_ece.1 })
     };
     ucma::connect(idp.fd(), idp.handle(), &k, ece)?;
-    idp.lock().connect_data = super::id::PrivateData::EMPTY;
+    idp.lock().connect_data = None;
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use super::resolve_ai;
 use crate::abi::*;
 use crate::cmem::Shared;
 use crate::error::Result;
-use crate::ucma::{self, cmd};
+use crate::ucma::{self, cmd, cmd::Plain};
 use crate::verbs;
 
 use rdma_cm_event_type as E;
@@ -37,12 +37,14 @@ pub struct Delivered {
 
 /// `rdma_get_cm_event` on a channel: the next event, processed, recorded
 /// as live. The record is allocated before the kernel event is read, so
-/// that an exhausted heap fails the call without losing an event.
+/// that an exhausted heap fails the call without losing an event (if
+/// recording it fails afterwards, it is counted as acked: see
+/// `events::publish`).
 pub fn get_event(ch: &Channel) -> Result<Delivered> {
     let mut ev = Event::new()?;
-    events::reserve(&ev)?;
+    let mut resp = cmd::EventResp::zeroed();
     loop {
-        let resp = ucma::get_event(ch.fd())?;
+        ucma::get_event(ch.fd(), &mut resp)?;
         if dispatch(&mut ev, &resp) {
             let (event, status, id) = (ev.public.event, ev.public.status, ev.public.id);
             return Ok(Delivered { ptr: events::publish(ev)?, event, status, id });

@@ -40,13 +40,15 @@ impl Event {
     /// A new, empty record (the public part zeroed, the private-data buffer
     /// left uninitialised: it is written before any pointer to it is made).
     pub fn new() -> Result<Box<Event>> {
-        cmem::try_box(Event {
-            // SAFETY: all-zero is a valid rdma_cm_event (NULLs, zeros).
-            public: unsafe { std::mem::zeroed() },
-            private_data: MaybeUninit::uninit(),
-            owner: None,
-            mc: None,
-        })
+        // SAFETY: every field but the uninitialised buffer is written;
+        // all-zero is a valid rdma_cm_event (NULLs, zeros).
+        unsafe {
+            cmem::try_box_in_place(|p: *mut Event| {
+                std::ptr::addr_of_mut!((*p).public).write_bytes(0, 1);
+                std::ptr::addr_of_mut!((*p).owner).write(None);
+                std::ptr::addr_of_mut!((*p).mc).write(None);
+            })
+        }
     }
 
     /// Empty the record for reuse.
@@ -75,20 +77,15 @@ impl Event {
     }
 }
 
-/// Make room in the events table for `ev` before its kernel event is read,
-/// so that recording it is unlikely to need memory afterwards.
-pub fn reserve(ev: &Event) -> Result<()> {
-    EVENTS.reserve(Event::key(ev))
-}
-
 /// Hand a record out: record it as live and return the pointer C gets. On
 /// failure (the table cannot grow) the event is counted as done for its
 /// owner, so that no destroy waits for it.
 pub fn publish(ev: Box<Event>) -> Result<*mut rdma_cm_event> {
     let key = Event::key(&ev);
-    let owner = ev.owner.clone();
-    let mc = ev.mc.clone();
-    EVENTS.insert(key, ev).inspect_err(|_| complete(owner.as_deref(), mc.as_deref()))?;
+    EVENTS.try_insert(key, ev).map_err(|ev| {
+        complete(ev.owner.as_deref(), ev.mc.as_deref());
+        Error::NOMEM
+    })?;
     Ok(key as *mut rdma_cm_event)
 }
 

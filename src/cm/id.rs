@@ -20,6 +20,7 @@ use crate::cmem::Shared;
 use crate::error::{Error, Result};
 use crate::handle::Table;
 use crate::sockaddr::RawAddr;
+use crate::ucma::cmd::Plain;
 use crate::ucma::{self, cmd, KernelBuf};
 use crate::verbs;
 use std::cell::UnsafeCell;
@@ -93,7 +94,7 @@ pub struct IdState {
     pub connect_error: bool,
     /// `ai_connect` of `rdma_create_ep`, sent before the user's private
     /// data on the first connect.
-    pub connect_data: PrivateData,
+    pub connect_data: Option<Box<PrivateData>>,
     /// ECE (vendor id, options): ours and the peer's.
     pub local_ece: (u32, u32),
     pub remote_ece: (u32, u32),
@@ -155,7 +156,8 @@ macro_rules! public_fields {
 }
 
 impl Id {
-    /// A new id on `channel`, not yet known to the kernel or the table.
+    /// A new id on `channel`, not yet known to the kernel or the table
+    /// (built in place: the public struct is large).
     pub fn new(
         channel: Shared<Channel>,
         context: *mut libc::c_void,
@@ -163,38 +165,43 @@ impl Id {
         qp_type: u32,
         sync: bool,
     ) -> Result<Shared<Id>> {
-        // SAFETY: all-zero is a valid rdma_cm_id (NULL pointers, zeros).
-        let mut public: rdma_cm_id = unsafe { std::mem::zeroed() };
-        public.channel = Channel::c_ptr(&channel);
-        public.context = context;
-        public.ps = ps;
-        public.qp_type = qp_type;
         let fd = channel.fd();
-        Shared::try_new(Id {
-            public: UnsafeCell::new(public),
-            handle: AtomicU32::new(u32::MAX),
-            fd: AtomicI32::new(fd),
-            sync: AtomicBool::new(sync),
-            destroying: AtomicBool::new(false),
-            child: AtomicBool::new(false),
-            dev: OnceLock::new(),
-            state: Mutex::new(IdState {
-                channel,
-                events_completed: 0,
-                resolving_ai: false,
-                resolved_ai: None,
-                waiters: 0,
-                initiator_depth: 0,
-                responder_resources: 0,
-                connect_error: false,
-                connect_data: PrivateData::EMPTY,
-                local_ece: (0, 0),
-                remote_ece: (0, 0),
-                qp_init_attr: None,
-                mcs: Vec::new(),
-            }),
-            cond: Condvar::new(),
-        })
+        let chp = Channel::c_ptr(&channel);
+        let st = IdState {
+            channel,
+            events_completed: 0,
+            resolving_ai: false,
+            resolved_ai: None,
+            waiters: 0,
+            initiator_depth: 0,
+            responder_resources: 0,
+            connect_error: false,
+            connect_data: None,
+            local_ece: (0, 0),
+            remote_ece: (0, 0),
+            qp_init_attr: None,
+            mcs: Vec::new(),
+        };
+        // SAFETY: every field is written; all-zero is a valid rdma_cm_id
+        // (NULL pointers, zero fields).
+        unsafe {
+            Shared::try_new_in_place(|p: *mut Id| {
+                let public = std::ptr::addr_of_mut!((*p).public) as *mut rdma_cm_id;
+                public.write_bytes(0, 1);
+                (*public).channel = chp;
+                (*public).context = context;
+                (*public).ps = ps;
+                (*public).qp_type = qp_type;
+                std::ptr::addr_of_mut!((*p).handle).write(AtomicU32::new(u32::MAX));
+                std::ptr::addr_of_mut!((*p).fd).write(AtomicI32::new(fd));
+                std::ptr::addr_of_mut!((*p).sync).write(AtomicBool::new(sync));
+                std::ptr::addr_of_mut!((*p).destroying).write(AtomicBool::new(false));
+                std::ptr::addr_of_mut!((*p).child).write(AtomicBool::new(false));
+                std::ptr::addr_of_mut!((*p).dev).write(OnceLock::new());
+                std::ptr::addr_of_mut!((*p).state).write(Mutex::new(st));
+                std::ptr::addr_of_mut!((*p).cond).write(Condvar::new());
+            })
+        }
     }
 
     /// The pointer C holds (and the kernel's uid for the id).
@@ -296,6 +303,41 @@ impl Id {
         }
     }
 
+    /// The family of the source or destination address.
+    fn family(&self, src: bool) -> i32 {
+        let mut f = [0u8; 2];
+        // SAFETY: the first two bytes of the storage member.
+        unsafe { std::ptr::copy_nonoverlapping(self.addr_storage(src), f.as_mut_ptr(), 2) };
+        u16::from_ne_bytes(f) as i32
+    }
+
+    /// `n` bytes at offset `off` of an address storage (`off + n` <= 128).
+    fn addr_bytes<const N: usize>(&self, src: bool, off: usize) -> [u8; N] {
+        assert!(off + N <= 128);
+        let mut b = [0u8; N];
+        // SAFETY: in bounds of the 128-byte storage member.
+        unsafe { std::ptr::copy_nonoverlapping(self.addr_storage(src).add(off), b.as_mut_ptr(), N) };
+        b
+    }
+
+    /// The GID the kernel's `rdma_ip2gid` derives from an IP address: IPv4
+    /// v4-mapped, IPv6 as is; an unset address (family 0) gives zeros.
+    /// None for anything else (AF_IB carries its own GID: ask the kernel).
+    fn ip2gid(&self, src: bool) -> Option<[u8; 16]> {
+        let mut g = [0u8; 16];
+        match self.family(src) {
+            0 => {}
+            libc::AF_INET => {
+                g[10] = 0xff;
+                g[11] = 0xff;
+                g[12..].copy_from_slice(&self.addr_bytes::<4>(src, 4));
+            }
+            libc::AF_INET6 => g = self.addr_bytes::<16>(src, 8),
+            _ => return None,
+        }
+        Some(g)
+    }
+
     /// The source or destination address as stored in the public struct.
     pub fn addr(&self, src: bool) -> RawAddr {
         let mut b = [0u8; 128];
@@ -348,9 +390,14 @@ impl Id {
         self.set_paths(std::ptr::null_mut(), 0);
     }
 
-    /// Network-order port of the source or destination address.
+    /// Network-order port of the source or destination address (the low
+    /// 16 bits of an AF_IB service id), as `rdma_get_src_port`.
     pub fn port(&self, src: bool) -> u16 {
-        self.addr(src).port_be()
+        match self.family(src) {
+            libc::AF_INET | libc::AF_INET6 => u16::from_ne_bytes(self.addr_bytes::<2>(src, 2)),
+            AF_IB => ((u64::from_be_bytes(self.addr_bytes::<8>(src, 24)) & 0xffff) as u16).to_be(),
+            _ => 0,
+        }
     }
 
     /// One more event of this id is finished with.
@@ -412,7 +459,8 @@ impl Id {
     /// QUERY(ADDR): source/destination, and the device once the kernel
     /// knows it (an id keeps the first device it is bound to).
     pub fn query_addr(&self) -> Result<()> {
-        let resp = ucma::query_addr(self.fd(), self.handle())?;
+        let mut resp = cmd::QueryAddrResp::zeroed();
+        ucma::query_addr(self.fd(), self.handle(), &mut resp)?;
         self.set_addr(true, &resp.src_addr, resp.src_size);
         self.set_addr(false, &resp.dst_addr, resp.dst_size);
         if self.dev.get().is_none() && resp.node_guid != 0 {
@@ -428,7 +476,8 @@ impl Id {
 
     /// QUERY(GID): the source and destination GIDs.
     pub fn query_gid(&self) -> Result<()> {
-        let resp = ucma::query_gid(self.fd(), self.handle())?;
+        let mut resp = cmd::QueryAddrResp::zeroed();
+        ucma::query_gid(self.fd(), self.handle(), &mut resp)?;
         // Each address is a sockaddr_ib whose GID sits at offset 8.
         let gid = |a: &[u8; 128]| -> [u8; 16] { a[8..24].try_into().expect("16 bytes") };
         self.set_gids(gid(&resp.src_addr), gid(&resp.dst_addr));
@@ -442,12 +491,10 @@ impl Id {
     /// the GIDs of the IP addresses. InfiniBand, iWARP and AF_IB addresses
     /// still ask the kernel.
     pub fn fill_gids(&self) -> Result<()> {
-        let (src, dst) = (self.addr(true), self.addr(false));
         let gids = if self.dev.get().is_none() {
-            let not_ib = |a: &RawAddr| a.family() != AF_IB;
-            (not_ib(&src) && not_ib(&dst)).then_some(([0u8; 16], [0u8; 16]))
+            (self.family(true) != AF_IB && self.family(false) != AF_IB).then_some(([0u8; 16], [0u8; 16]))
         } else if self.on_roce_port() {
-            ip2gid(&src).zip(ip2gid(&dst))
+            self.ip2gid(true).zip(self.ip2gid(false))
         } else {
             None
         };
@@ -462,7 +509,8 @@ impl Id {
 
     /// QUERY(PATH): replace `route.path_rec` (upstream leaks the old array).
     pub fn query_path(&self) -> Result<()> {
-        let resp = ucma::query_path(self.fd(), self.handle())?;
+        let mut resp = cmd::QueryPathResp::zeroed();
+        ucma::query_path(self.fd(), self.handle(), &mut resp)?;
         let n = (resp.num_paths as usize).min(cmd::MAX_QUERY_PATHS);
         if n == 0 {
             return Ok(());
@@ -505,6 +553,9 @@ impl Id {
     /// Ask ibacm for a route and install it with RDMA_OPTION_IB_PATH; the
     /// kernel then reports ROUTE_RESOLVED itself.
     fn set_ib_route(&self) -> Result<()> {
+        if !crate::addr::acm::connected() {
+            return Err(Error::Errno(libc::ENOENT));
+        }
         let known = |a: RawAddr| matches!(a.family(), libc::AF_INET | libc::AF_INET6 | AF_IB).then_some(a);
         let h = crate::addr::model::Hints::plain(RAI_ROUTEONLY, 0, 0, 0);
         let ai = crate::addr::model::AddrInfo {
@@ -578,24 +629,6 @@ pub fn lookup_child(handle: u32) -> Option<Shared<Id>> {
     CHILDREN.get(handle as usize)
 }
 
-/// The GID the kernel's `rdma_ip2gid` derives from an IP address: IPv4
-/// v4-mapped, IPv6 as is; an unset address (family 0) leaves zeros. None
-/// for anything else (AF_IB carries its own GID: ask the kernel).
-fn ip2gid(a: &RawAddr) -> Option<[u8; 16]> {
-    let mut g = [0u8; 16];
-    match a.family() {
-        0 => {}
-        libc::AF_INET => {
-            g[10] = 0xff;
-            g[11] = 0xff;
-            g[12..].copy_from_slice(&a.as_in()?.sin_addr.s_addr.to_ne_bytes());
-        }
-        libc::AF_INET6 => g = a.as_in6()?.sin6_addr.s6_addr,
-        _ => return None,
-    }
-    Some(g)
-}
-
 /// Kernel path record → `ibv_sa_path_rec`. The 6-bit MTU/rate/lifetime
 /// values keep all six bits (upstream masks with 0x1F).
 fn convert_path(p: &cmd::PathRecData) -> ibv_sa_path_rec {
@@ -627,30 +660,53 @@ fn convert_path(p: &cmd::PathRecData) -> ibv_sa_path_rec {
 
 #[cfg(test)]
 mod tests {
-    use super::ip2gid;
-    use crate::sockaddr::RawAddr;
+    use super::*;
+
+    /// An id object alone (no kernel), for the address helpers.
+    fn bare() -> Shared<Id> {
+        // A channel value is needed; its fd (-1) is never used.
+        let ch = Shared::try_new(crate::cm::channel::Channel::for_tests()).unwrap();
+        Id::new(ch, std::ptr::null_mut(), RDMA_PS_TCP as u32, IBV_QPT_RC as u32, false).unwrap()
+    }
 
     #[test]
     fn ip2gid_follows_the_kernel() {
+        let id = bare();
         // IPv4: the v4-mapped IPv6 address (::ffff:192.0.2.1).
         // SAFETY: zeroed sockaddrs are valid.
         let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
         sin.sin_family = libc::AF_INET as u16;
         sin.sin_port = 7471u16.to_be();
         sin.sin_addr.s_addr = u32::from_ne_bytes([192, 0, 2, 1]);
+        let a = RawAddr::from_in(&sin);
+        id.set_addr(true, a.as_bytes(), a.len() as u16);
         let mut want = [0u8; 16];
         want[10..].copy_from_slice(&[0xff, 0xff, 192, 0, 2, 1]);
-        assert_eq!(ip2gid(&RawAddr::from_in(&sin)), Some(want));
+        assert_eq!(id.ip2gid(true), Some(want));
+        assert_eq!(id.port(true), 7471u16.to_be());
+        // Unset: zeros.
+        assert_eq!(id.ip2gid(false), Some([0; 16]));
+        assert_eq!(id.port(false), 0);
         // IPv6: the address itself.
         // SAFETY: as above.
         let mut sin6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
         sin6.sin6_family = libc::AF_INET6 as u16;
+        sin6.sin6_port = 9u16.to_be();
         sin6.sin6_addr.s6_addr = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
-        assert_eq!(ip2gid(&RawAddr::from_in6(&sin6)), Some(sin6.sin6_addr.s6_addr));
-        // Unset: zeros; AF_IB (own GID) and others: ask the kernel.
-        assert_eq!(ip2gid(&RawAddr::from_bytes(&[0; 128], 128)), Some([0; 16]));
-        let mut ib = [0u8; 128];
-        ib[..2].copy_from_slice(&(super::AF_IB as u16).to_ne_bytes());
-        assert_eq!(ip2gid(&RawAddr::from_bytes(&ib, 48)), None);
+        let a = RawAddr::from_in6(&sin6);
+        id.set_addr(false, a.as_bytes(), a.len() as u16);
+        assert_eq!(id.ip2gid(false), Some(sin6.sin6_addr.s6_addr));
+        assert_eq!(id.port(false), 9u16.to_be());
+        // AF_IB carries its own GID: ask the kernel; its port is the
+        // service id's low 16 bits.
+        let sib = sockaddr_ib {
+            sib_family: AF_IB as u16,
+            sib_sid: (((RDMA_PS_TCP as u64) << 16) + 7471).to_be(),
+            ..Default::default()
+        };
+        let a = RawAddr::from_ib(&sib);
+        id.set_addr(true, a.as_bytes(), a.len() as u16);
+        assert_eq!(id.ip2gid(true), None);
+        assert_eq!(id.port(true), 7471u16.to_be());
     }
 }

@@ -185,7 +185,7 @@ fn setup_ep(idp: &Shared<Id>, info: &EpInfo, pd: *mut ibv_pd, attr: Option<&mut 
     }
     let connect = info.connect?;
     if !connect.is_empty() {
-        idp.lock().connect_data = PrivateData::new(connect)?;
+        idp.lock().connect_data = Some(crate::cmem::try_box(PrivateData::new(connect)?)?);
     }
     Ok(())
 }

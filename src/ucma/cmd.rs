@@ -42,10 +42,16 @@ pub fn exec<C: Command>(fd: RawFd, cmd: C) -> Result<C::Resp> {
 
 /// [`exec`] with a response buffer filled with `resp` first (fields an
 /// older kernel does not write keep that value).
-pub fn exec_init<C: Command>(fd: RawFd, mut cmd: C, mut resp: C::Resp) -> Result<C::Resp> {
-    cmd.set_response(&mut resp as *mut C::Resp as u64);
-    write_cmd(fd, C::OP, &cmd, std::mem::size_of::<C::Resp>())?;
+pub fn exec_init<C: Command>(fd: RawFd, cmd: C, mut resp: C::Resp) -> Result<C::Resp> {
+    exec_into(fd, cmd, &mut resp)?;
     Ok(resp)
+}
+
+/// [`exec`] into the caller's response buffer (large responses are not
+/// copied back through the stack).
+pub fn exec_into<C: Command>(fd: RawFd, mut cmd: C, resp: &mut C::Resp) -> Result<()> {
+    cmd.set_response(resp as *mut C::Resp as u64);
+    write_cmd(fd, C::OP, &cmd, std::mem::size_of::<C::Resp>())
 }
 
 /// Larger responses than a payload names (QUERY of IB service records):

@@ -103,21 +103,21 @@ pub fn resolve_route(fd: RawFd, id: u32, timeout_ms: u32) -> Result<()> {
 }
 
 /// QUERY(ADDR): addresses, device GUID and index (`u32::MAX` from kernels
-/// that do not report it), port, pkey.
-pub fn query_addr(fd: RawFd, id: u32) -> Result<QueryAddrResp> {
-    let mut init = QueryAddrResp::zeroed();
-    init.ibdev_index = u32::MAX;
-    exec_init(fd, QueryAddr::new(id), init)
+/// that do not report it), port, pkey; into `resp`.
+pub fn query_addr(fd: RawFd, id: u32, resp: &mut QueryAddrResp) -> Result<()> {
+    resp.ibdev_index = u32::MAX;
+    exec_into(fd, QueryAddr::new(id), resp)
 }
 
 /// QUERY(GID): the source and destination GIDs (as `sockaddr_ib`s).
-pub fn query_gid(fd: RawFd, id: u32) -> Result<QueryAddrResp> {
-    exec(fd, QueryGid::new(id))
+pub fn query_gid(fd: RawFd, id: u32, resp: &mut QueryAddrResp) -> Result<()> {
+    exec_into(fd, QueryGid::new(id), resp)
 }
 
 /// QUERY(PATH): up to six path records.
-pub fn query_path(fd: RawFd, id: u32) -> Result<QueryPathResp> {
-    exec(fd, QueryPath::new(id))
+pub fn query_path(fd: RawFd, id: u32, resp: &mut QueryPathResp) -> Result<()> {
+    resp.num_paths = 0;
+    exec_into(fd, QueryPath::new(id), resp)
 }
 
 /// QUERY(IB_SERVICE) into `buf` (an 8-byte header, then records).
@@ -157,9 +157,10 @@ pub fn migrate_id(new_fd: RawFd, id: u32, old_fd: RawFd) -> Result<u32> {
     Ok(exec(new_fd, MigrateId { response: 0, id, fd: old_fd as u32 })?.events_reported)
 }
 
-/// GET_EVENT: blocks (unless the fd is non-blocking) until an event is queued.
-pub fn get_event(fd: RawFd) -> Result<EventResp> {
-    exec(fd, GetEvent { response: 0 })
+/// GET_EVENT into `resp`: blocks (unless the fd is non-blocking) until an
+/// event is queued.
+pub fn get_event(fd: RawFd, resp: &mut EventResp) -> Result<()> {
+    exec_into(fd, GetEvent { response: 0 }, resp)
 }
 
 /// WRITE_CM_EVENT (Linux ≥ 6.17): queue a USER or INTERNAL event on the id.
