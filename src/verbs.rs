@@ -5,8 +5,9 @@
 //! 50–140 ms in upstream's first call.
 
 use crate::abi::{
-    ib_uverbs_qp_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_ece, ibv_gid, ibv_pd,
-    ibv_qp, ibv_qp_attr, ibv_qp_init_attr_ex, ibv_srq, ibv_srq_init_attr_ex, ibv_xrcd,
+    ib_uverbs_qp_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_ece, ibv_gid, ibv_mr,
+    ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr_ex, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_init_attr_ex, ibv_wc,
+    ibv_xrcd,
 };
 use libc::c_int;
 
@@ -86,7 +87,32 @@ extern "C" {
     pub fn rdmacm_shim_open_xrcd(ctx: *mut ibv_context) -> *mut ibv_xrcd;
     pub fn rdmacm_shim_close_xrcd(xrcd: *mut ibv_xrcd) -> c_int;
     pub fn rdmacm_shim_link_layer(ctx: *mut ibv_context, port: u8) -> c_int;
+    pub fn rdmacm_shim_post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int;
+    pub fn rdmacm_shim_post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int;
+    pub fn rdmacm_shim_poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int;
+    pub fn rdmacm_shim_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
+    pub fn rdmacm_shim_reg_mr(pd: *mut ibv_pd, addr: *mut libc::c_void, length: usize, access: c_int) -> *mut ibv_mr;
 }
+
+/// cbindgen:ignore
+#[allow(unused_doc_comments)]
+#[link(name = "ibverbs")]
+extern "C" {
+    pub fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int;
+    pub fn ibv_get_cq_event(ch: *mut ibv_comp_channel, cq: *mut *mut ibv_cq, ctx: *mut *mut libc::c_void) -> c_int;
+    pub fn ibv_ack_cq_events(cq: *mut ibv_cq, n: u32);
+}
+
+/// `enum ibv_wr_opcode` values used here.
+pub(crate) const IBV_WR_RDMA_WRITE: u32 = 0;
+pub(crate) const IBV_WR_RDMA_WRITE_WITH_IMM: u32 = 1;
+/// `enum ibv_send_flags` bits used here.
+pub(crate) const IBV_SEND_INLINE: u32 = 1 << 3;
+/// `enum ibv_wc_status`: success, flushed.
+pub(crate) const IBV_WC_SUCCESS: u32 = 0;
+/// `enum ibv_access_flags` bits used here.
+pub(crate) const IBV_ACCESS_LOCAL_WRITE: c_int = 1;
+pub(crate) const IBV_ACCESS_REMOTE_WRITE: c_int = 1 << 1;
 
 /// The transport type of an open context.
 ///

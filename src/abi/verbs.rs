@@ -21,9 +21,12 @@ use libc::{c_char, c_int, c_void};
 pub struct ibv_srq {
     _opaque: [u8; 0],
 }
+/// `struct ibv_comp_channel` (full mirror, 16 bytes).
 #[repr(C)]
 pub struct ibv_comp_channel {
-    _opaque: [u8; 0],
+    pub context: *mut ibv_context,
+    pub fd: c_int,
+    pub refcnt: c_int,
 }
 #[repr(C)]
 pub struct ibv_xrcd {
@@ -381,4 +384,95 @@ pub struct ibv_path_data {
     pub flags: u32,
     pub reserved: u32,
     pub path: ibv_path_record,
+}
+
+/// `struct ibv_sge` (full mirror, 16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ibv_sge {
+    pub addr: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+
+/// The `rdma` member of `ibv_send_wr`'s `wr` union.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ibv_send_wr_rdma {
+    pub remote_addr: u64,
+    pub rkey: u32,
+}
+
+/// The `wr` union of `ibv_send_wr` (32 bytes; only `rdma` is used here).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union ibv_send_wr_wr {
+    pub rdma: ibv_send_wr_rdma,
+    pub raw: [u64; 4],
+}
+
+/// `struct ibv_send_wr` (full mirror, 128 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_send_wr {
+    pub wr_id: u64,
+    pub next: *mut ibv_send_wr,
+    pub sg_list: *mut ibv_sge,
+    pub num_sge: c_int,
+    pub opcode: u32,
+    pub send_flags: u32,
+    /// Big-endian, as on the wire.
+    pub imm_data: u32,
+    pub wr: ibv_send_wr_wr,
+    pub qp_type: u32,
+    pub bind_mw: [u64; 6],
+}
+
+impl ibv_send_wr {
+    pub fn zeroed() -> Self {
+        // SAFETY: integers, NULL pointers and unions of them.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// `struct ibv_recv_wr` (full mirror, 32 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_recv_wr {
+    pub wr_id: u64,
+    pub next: *mut ibv_recv_wr,
+    pub sg_list: *mut ibv_sge,
+    pub num_sge: c_int,
+}
+
+/// `struct ibv_wc` (full mirror, 48 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ibv_wc {
+    pub wr_id: u64,
+    pub status: u32,
+    pub opcode: u32,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+    /// Big-endian, as on the wire.
+    pub imm_data: u32,
+    pub qp_num: u32,
+    pub src_qp: u32,
+    pub wc_flags: u32,
+    pub pkey_index: u16,
+    pub slid: u16,
+    pub sl: u8,
+    pub dlid_path_bits: u8,
+}
+
+/// `struct ibv_mr` (prefix mirror).
+#[repr(C)]
+pub struct ibv_mr {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub addr: *mut c_void,
+    pub length: usize,
+    pub handle: u32,
+    pub lkey: u32,
+    pub rkey: u32,
 }

@@ -41,13 +41,20 @@ pub struct Delivered {
 /// recording it fails afterwards, it is counted as acked: see
 /// `events::publish`).
 pub fn get_event(ch: &Channel) -> Result<Delivered> {
+    let ev = get_event_owned(ch)?;
+    let (event, status, id) = (ev.public.event, ev.public.status, ev.public.id);
+    Ok(Delivered { ptr: events::publish(ev)?, event, status, id })
+}
+
+/// The next event on a channel, processed but kept by the library (not
+/// handed to C): its owner acks it with `events::done`.
+pub fn get_event_owned(ch: &Channel) -> Result<Box<Event>> {
     let mut ev = Event::new()?;
     let mut resp = cmd::EventResp::zeroed();
     loop {
         ucma::get_event(ch.fd(), &mut resp)?;
         if dispatch(&mut ev, &resp) {
-            let (event, status, id) = (ev.public.event, ev.public.status, ev.public.id);
-            return Ok(Delivered { ptr: events::publish(ev)?, event, status, id });
+            return Ok(ev);
         }
         // Dropped: counted as done for its id where it had one.
         if let Some(owner) = ev.owner.take() {

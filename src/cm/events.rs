@@ -71,6 +71,19 @@ impl Event {
         dst as *const libc::c_void
     }
 
+    /// The private data a connection event carries (empty if none).
+    pub fn conn_private(&self) -> &[u8] {
+        // SAFETY: conn is plain data in every member; its private_data
+        // points into this record's buffer (initialised for its length) or
+        // is NULL.
+        let (p, n) = unsafe { (self.public.param.conn.private_data, self.public.param.conn.private_data_len) };
+        if p.is_null() || p != self.private_data.as_ptr() as *const libc::c_void {
+            return &[];
+        }
+        // SAFETY: stash_private wrote n bytes there.
+        unsafe { std::slice::from_raw_parts(p as *const u8, n as usize) }
+    }
+
     /// The table key of a record (its address, the pointer C gets).
     pub fn key(ev: &Event) -> usize {
         ev as *const Event as usize
@@ -104,6 +117,12 @@ pub fn ack(e: *const rdma_cm_event) -> Result<()> {
     let ev = EVENTS.remove(e as usize).ok_or(Error::INVAL)?;
     complete(ev.owner.as_deref(), ev.mc.as_deref());
     Ok(())
+}
+
+/// An event the library kept (never handed to C) is done with: counted as
+/// acked for its owner, and freed.
+pub fn done(ev: Box<Event>) {
+    complete(ev.owner.as_deref(), ev.mc.as_deref());
 }
 
 /// Ack the event a sync id keeps in `id->event`, if any.

@@ -385,6 +385,60 @@ impl Id {
         }
     }
 
+    /// The MTU (IB enum) of the first path record, if the route has one.
+    pub fn path_mtu(&self) -> Option<u8> {
+        let r = self.route();
+        // SAFETY: fields in place; path_rec holds num_paths records.
+        unsafe { ((*r).num_paths > 0 && !(*r).path_rec.is_null()).then(|| (*(*r).path_rec).mtu) }
+    }
+
+    /// The route as `struct ibv_path_data` records (rsockets' RDMA_ROUTE
+    /// option), as many as fit `out`: the bytes written; EINVAL if not even
+    /// one fits.
+    pub fn path_data_into(&self, out: &mut [u8]) -> Result<usize> {
+        let sz = std::mem::size_of::<ibv_path_data>();
+        if out.len() < sz {
+            return Err(Error::INVAL);
+        }
+        let r = self.route();
+        // SAFETY: fields in place.
+        let (n, recs) = unsafe { ((*r).num_paths.max(0) as usize, (*r).path_rec) };
+        let mut len = 0;
+        for i in 0..n.min(out.len() / sz) {
+            // SAFETY: path_rec holds num_paths records.
+            let p = unsafe { *recs.add(i) };
+            // SAFETY: gids are plain bytes.
+            let (dgid, sgid) = unsafe { (p.dgid.raw, p.sgid.raw) };
+            let fl = u32::from_be(p.flow_label) << 8;
+            let d = ibv_path_data {
+                flags: p.preference as u32,
+                reserved: 0,
+                path: ibv_path_record {
+                    service_id: 0,
+                    dgid,
+                    sgid,
+                    dlid: p.dlid,
+                    slid: p.slid,
+                    flowlabel_hoplimit: (fl | p.hop_limit as u32).to_be(),
+                    tclass: p.traffic_class,
+                    reversible_numpath: ((p.reversible as u8) << 7) | 1,
+                    pkey: p.pkey,
+                    qosclass_sl: (p.sl as u16).to_be(),
+                    mtu: p.mtu | 2 << 6,
+                    rate: p.rate | 2 << 6,
+                    packetlifetime: p.packet_life_time | 2 << 6,
+                    preference: 0,
+                    reserved: [0; 6],
+                },
+            };
+            // SAFETY: a plain struct of sz bytes.
+            let b = unsafe { std::slice::from_raw_parts(&d as *const ibv_path_data as *const u8, sz) };
+            out[len..len + sz].copy_from_slice(b);
+            len += sz;
+        }
+        Ok(len)
+    }
+
     /// Free the path records (the id is being destroyed).
     pub fn free_paths(&self) {
         self.set_paths(std::ptr::null_mut(), 0);

@@ -57,6 +57,12 @@ pub fn create_id_typed(
     }
 }
 
+/// An async id on a channel the library owns (rsockets: every rsocket id
+/// lives on the progress engine's channel).
+pub fn create_id_on(ch: &Shared<Channel>, context: *mut libc::c_void, ps: u32) -> Result<Shared<Id>> {
+    create_id_typed(Channel::c_ptr(ch), context, ps, qp_type_of(ps))
+}
+
 /// `rdma_destroy_id`: the kernel id goes first; then the call waits until
 /// every event the kernel reported for the id has been acked, holding no
 /// lock but the id's own condition wait. EINVAL if another destroy of the
