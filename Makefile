@@ -20,7 +20,7 @@ SOFILE := librdmacm.so.1.$(LEVEL).$(VERSION)
 B := build
 LIB := $(B)/$(SOFILE)
 STATIC := target/release/librdmacm.a
-RUST_SRC := $(shell find src -name '*.rs') src/verbs_shim.c Cargo.toml build.rs abi-tests/layout/layout.c
+RUST_SRC := $(shell find src -name '*.rs') src/verbs_shim.c src/variadic_shim.c Cargo.toml build.rs abi-tests/layout/layout.c
 
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
@@ -61,13 +61,16 @@ $(B)/librdmacm.pc: pkgconfig/librdmacm.pc.in Cargo.toml librdmacm.map
 headers:
 	cbindgen --quiet --config cbindgen.toml --crate rdmacm-rs --output include/rdma/rdma_cma.h
 	cbindgen --quiet --config cbindgen-ib.toml --crate rdmacm-rs --output include/infiniband/ib.h
+	cbindgen --quiet --config cbindgen-rsocket.toml --crate rdmacm-rs --output include/rdma/rsocket.h
 
 check-headers:
 	@mkdir -p $(B)/headers
 	cbindgen --quiet --config cbindgen.toml --crate rdmacm-rs --output $(B)/headers/rdma_cma.h
 	cbindgen --quiet --config cbindgen-ib.toml --crate rdmacm-rs --output $(B)/headers/ib.h
+	cbindgen --quiet --config cbindgen-rsocket.toml --crate rdmacm-rs --output $(B)/headers/rsocket.h
 	diff -u include/rdma/rdma_cma.h $(B)/headers/rdma_cma.h
 	diff -u include/infiniband/ib.h $(B)/headers/ib.h
+	diff -u include/rdma/rsocket.h $(B)/headers/rsocket.h
 
 setup-host:
 	bash abi-tests/setup-host.sh
@@ -95,6 +98,7 @@ install: all
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 	install -m 0644 include/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h
 	install -m 0644 include/rdma/rdma_verbs.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_verbs.h
+	install -m 0644 include/rdma/rsocket.h $(DESTDIR)$(INCLUDEDIR)/rdma/rsocket.h
 	install -m 0644 include/infiniband/ib.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h
 	$(PC_SED) > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
@@ -102,6 +106,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SOFILE) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so \
 		$(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_verbs.h \
+		$(DESTDIR)$(INCLUDEDIR)/rdma/rsocket.h \
 		$(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 

@@ -44,23 +44,28 @@ fn rust_type(ty: &str) -> String {
     format!("crate::abi::{ty}")
 }
 
-/// Compile src/verbs_shim.c (libibverbs' static-inline entry points) into a
+/// Compile the C shims (src/verbs_shim.c: libibverbs' static-inline entry
+/// points; src/variadic_shim.c: exports with variadic prototypes) into a
 /// static archive linked into the crate.
 fn build_shim(out: &std::path::Path) {
-    println!("cargo:rerun-if-changed=src/verbs_shim.c");
     let cc = env::var("CC").unwrap_or_else(|_| "cc".into());
-    let obj = out.join("verbs_shim.o");
-    let ok = Command::new(&cc)
-        .args(["-c", "-O2", "-fPIC", "-Wall", "-Werror", "-o"])
-        .arg(&obj)
-        .arg("src/verbs_shim.c")
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(ok, "cannot compile src/verbs_shim.c (needs libibverbs-dev)");
+    let mut objs = Vec::new();
+    for src in ["verbs_shim", "variadic_shim"] {
+        println!("cargo:rerun-if-changed=src/{src}.c");
+        let obj = out.join(format!("{src}.o"));
+        let ok = Command::new(&cc)
+            .args(["-c", "-O2", "-fPIC", "-Wall", "-Werror", "-o"])
+            .arg(&obj)
+            .arg(format!("src/{src}.c"))
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "cannot compile src/{src}.c (needs libibverbs-dev)");
+        objs.push(obj);
+    }
     let lib = out.join("librdmacm_verbs_shim.a");
     let _ = std::fs::remove_file(&lib);
-    let ok = Command::new("ar").arg("crs").arg(&lib).arg(&obj).status().map(|s| s.success()).unwrap_or(false);
+    let ok = Command::new("ar").arg("crs").arg(&lib).args(&objs).status().map(|s| s.success()).unwrap_or(false);
     assert!(ok, "ar failed for the verbs shim");
     println!("cargo:rustc-link-search=native={}", out.display());
     println!("cargo:rustc-link-lib=static=rdmacm_verbs_shim");

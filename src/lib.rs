@@ -4,6 +4,7 @@
 //! uses only the ones below it, checked by `abi-tests/layers.py`):
 //! - [`capi`]: the exported `extern "C"` functions, one file per man-page
 //!   family, behind one panic and errno boundary; raw C pointers stop here.
+//! - [`rs`]: rsockets, built on the connection manager's safe handles.
 //! - [`cm`]: the connection manager (channels, ids, events, connections).
 //! - [`addr`]: `rdma_getaddrinfo` translation, ibacm, the SA.
 //! - [`verbs`]: the libibverbs calls; [`ucma`]: the kernel's
@@ -42,6 +43,7 @@ pub mod cm;
 pub mod cmem;
 pub mod error;
 pub mod handle;
+pub mod rs;
 pub mod sockaddr;
 pub mod sysfs;
 pub mod ucma;

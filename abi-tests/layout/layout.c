@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <rdma/rdma_cma.h>
 #include <infiniband/ib.h>
+#include <rdma/rsocket.h>
 
 #define S(T) printf("%s - 0 %zu\n", #T, sizeof(struct T))
 #define U(T) printf("%s - 0 %zu\n", #T, sizeof(union T))
@@ -136,6 +137,24 @@ int main(void)
 	F(ibv_qp, srq); F(ibv_qp, handle); F(ibv_qp, qp_num); F(ibv_qp, state); F(ibv_qp, qp_type);
 	F(ibv_pd, context); F(ibv_pd, handle);
 	F(ibv_cq, context); F(ibv_cq, channel); F(ibv_cq, cq_context); F(ibv_cq, handle); F(ibv_cq, cqe);
+	/* The data path of rsockets. */
+	S(ibv_comp_channel);
+	F(ibv_comp_channel, context); F(ibv_comp_channel, fd); F(ibv_comp_channel, refcnt);
+	S(ibv_sge);
+	F(ibv_sge, addr); F(ibv_sge, length); F(ibv_sge, lkey);
+	S(ibv_send_wr);
+	F(ibv_send_wr, wr_id); F(ibv_send_wr, next); F(ibv_send_wr, sg_list); F(ibv_send_wr, num_sge);
+	F(ibv_send_wr, opcode); F(ibv_send_wr, send_flags); F(ibv_send_wr, imm_data); F(ibv_send_wr, wr);
+	F(ibv_send_wr, wr.rdma); F(ibv_send_wr, wr.rdma.remote_addr); F(ibv_send_wr, wr.rdma.rkey);
+	F(ibv_send_wr, qp_type); F(ibv_send_wr, bind_mw);
+	S(ibv_recv_wr);
+	F(ibv_recv_wr, wr_id); F(ibv_recv_wr, next); F(ibv_recv_wr, sg_list); F(ibv_recv_wr, num_sge);
+	S(ibv_wc);
+	F(ibv_wc, wr_id); F(ibv_wc, status); F(ibv_wc, opcode); F(ibv_wc, vendor_err); F(ibv_wc, byte_len);
+	F(ibv_wc, imm_data); F(ibv_wc, qp_num); F(ibv_wc, src_qp); F(ibv_wc, wc_flags); F(ibv_wc, pkey_index);
+	F(ibv_wc, slid); F(ibv_wc, sl); F(ibv_wc, dlid_path_bits);
+	F(ibv_mr, context); F(ibv_mr, pd); F(ibv_mr, addr); F(ibv_mr, length); F(ibv_mr, handle);
+	F(ibv_mr, lkey); F(ibv_mr, rkey);
 	S(ibv_ah_attr);
 	F(ibv_ah_attr, grh); F(ibv_ah_attr, dlid); F(ibv_ah_attr, sl); F(ibv_ah_attr, src_path_bits);
 	F(ibv_ah_attr, static_rate); F(ibv_ah_attr, is_global); F(ibv_ah_attr, port_num);
@@ -170,5 +189,6 @@ int main(void)
 	C(RDMA_OPTION_ID); C(RDMA_OPTION_ID_TOS); C(RDMA_OPTION_ID_REUSEADDR); C(RDMA_OPTION_ID_AFONLY);
 	C(RDMA_OPTION_ID_ACK_TIMEOUT); C(RDMA_OPTION_IB); C(RDMA_OPTION_IB_PATH);
 	C(AF_IB); C(PF_IB);
+	C(SOL_RDMA); C(RDMA_SQSIZE); C(RDMA_RQSIZE); C(RDMA_INLINE); C(RDMA_IOMAPSIZE); C(RDMA_ROUTE);
 	return 0;
 }

@@ -66,6 +66,18 @@ if [ -n "$S" ] && [ -e "$S/build/include/rdma/rdma_cma.h" ]; then
 else
 	echo "note: no rdma-core v65 tree: rdma_cma.h compared with Debian's only"
 fi
+# rsocket.h: every function of Debian's (v44: the 27 rsocket functions)
+# with the same type in ours.
+echo '#include <rdma/rsocket.h>' >"$out/rsocket-probe.c"
+if gcc -aux-info "$out/rsocket-upstream.aux" -fsyntax-only "$out/rsocket-probe.c"; then
+	same_types "Debian's rsocket.h" '#include <rdma/rsocket.h>' "$out/rsocket-upstream.aux" rsocket.h 27
+else
+	bad "cannot read Debian's rsocket.h"
+fi
+for std in "cc -x c" "c++ -x c++"; do
+	if $std -fsyntax-only -Wall -Wextra -Werror -Iinclude - <<<"#include <rdma/rsocket.h>
+#include <rdma/rsocket.h>"; then ok; else bad "rsocket.h standalone ($std)"; fi
+done
 extra=$(comm -13 <(protos "$out/verbs-upstream.aux" rdma_verbs.h | cut -f1) \
 	<(protos "$out/verbs-ours.aux" rdma_verbs.h | cut -f1 | grep -v '^rdmacm_rs_'))
 if [ -z "$extra" ]; then ok; else bad "our rdma_verbs.h declares what rdma-core's does not: $extra"; fi

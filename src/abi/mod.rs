@@ -173,6 +173,15 @@ pub const RDMA_OPTION_ID_ACK_TIMEOUT: c_int = 3;
 pub const RDMA_OPTION_IB: c_int = 1;
 pub const RDMA_OPTION_IB_PATH: c_int = 1;
 
+/// `SOL_RDMA` and the rsocket option names (`<rdma/rsocket.h>`, whose
+/// text is written in cbindgen-rsocket.toml; checked by the layout test).
+pub(crate) const SOL_RDMA: c_int = 0x10000;
+pub(crate) const RDMA_SQSIZE: c_int = 0;
+pub(crate) const RDMA_RQSIZE: c_int = 1;
+pub(crate) const RDMA_INLINE: c_int = 2;
+pub(crate) const RDMA_IOMAPSIZE: c_int = 3;
+pub(crate) const RDMA_ROUTE: c_int = 4;
+
 /// Private flag (upstream's cma.h): route-only ibacm query made by
 /// `rdma_resolve_route`; suppresses the AF_IB entry.
 pub const RAI_ROUTEONLY: c_int = 0x0100_0000;

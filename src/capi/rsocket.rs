@@ -1,0 +1,431 @@
+//! rsocket(7): rsocket, rbind, rlisten, raccept, rconnect, rshutdown,
+//! rclose, rrecv, rrecvfrom, rrecvmsg, rread, rreadv, rsend, rsendto,
+//! rsendmsg, rwrite, rwritev, rgetpeername, rgetsockname, rsetsockopt,
+//! rgetsockopt, rfcntl (its variadic entry is in `src/variadic_shim.c`),
+//! riomap, riounmap, riowrite.
+
+use super::{addr_req, guard, guard0, guard_val};
+use crate::error::{Error, Result};
+use crate::rs::{api, iomap, opts, socket};
+use crate::sockaddr::RawAddr;
+use libc::{c_int, c_void, iovec, msghdr, off_t, size_t, sockaddr, socklen_t, ssize_t};
+use std::io::{IoSlice, IoSliceMut};
+
+/// `ssize_t` functions: -1 with errno.
+fn guard_ssize(f: impl FnOnce() -> Result<usize>) -> ssize_t {
+    guard_val(-1, || f().map(|n| n as ssize_t))
+}
+
+/// Copy an address out as getpeername(2) does: truncated to `*len`, the
+/// full size written back (16 for IPv4, 28 otherwise, as upstream).
+///
+/// # Safety
+/// `addr` is writable for `*len` bytes, `len` valid (both non-NULL).
+unsafe fn addr_out(a: &RawAddr, addr: *mut sockaddr, len: *mut socklen_t) -> Result<()> {
+    if addr.is_null() || len.is_null() {
+        return Err(Error::Errno(libc::EFAULT));
+    }
+    let full = if a.family() == libc::AF_INET { 16 } else { 28 };
+    // SAFETY: as the caller promises.
+    let room = unsafe { *len } as usize;
+    let b = a.as_bytes();
+    let mut src = [0u8; 28];
+    let m = b.len().min(28);
+    src[..m].copy_from_slice(&b[..m]);
+    // SAFETY: at most *len bytes into the caller's buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, room.min(full));
+        *len = full as socklen_t;
+    }
+    Ok(())
+}
+
+/// The caller's buffer as one receive slice.
+///
+/// # Safety
+/// `buf` is writable for `len` bytes (or `len` is 0).
+unsafe fn one_mut<'a>(buf: *mut c_void, len: size_t) -> [IoSliceMut<'a>; 1] {
+    let s: &mut [u8] = if buf.is_null() || len == 0 {
+        &mut []
+    } else {
+        // SAFETY: as the caller promises.
+        unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len) }
+    };
+    [IoSliceMut::new(s)]
+}
+
+/// The caller's buffer as one send slice.
+///
+/// # Safety
+/// `buf` is readable for `len` bytes (or `len` is 0).
+unsafe fn one<'a>(buf: *const c_void, len: size_t) -> [IoSlice<'a>; 1] {
+    let s: &[u8] = if buf.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: as the caller promises.
+        unsafe { std::slice::from_raw_parts(buf as *const u8, len) }
+    };
+    [IoSlice::new(s)]
+}
+
+/// An iovec array as send slices (`IoSlice` is ABI-compatible with
+/// `struct iovec` on Unix).
+///
+/// # Safety
+/// `iov` holds `n` valid iovecs of readable memory.
+unsafe fn iovs<'a>(iov: *const iovec, n: c_int) -> Result<&'a [IoSlice<'a>]> {
+    if !(0..=libc::UIO_MAXIOV).contains(&n) || (iov.is_null() && n > 0) {
+        return Err(Error::INVAL);
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: as the caller promises; the layouts are the same.
+    Ok(unsafe { std::slice::from_raw_parts(iov as *const IoSlice, n as usize) })
+}
+
+/// An iovec array as receive slices.
+///
+/// # Safety
+/// `iov` holds `n` valid iovecs of writable memory.
+unsafe fn iovs_mut<'a>(iov: *mut iovec, n: c_int) -> Result<&'a mut [IoSliceMut<'a>]> {
+    if !(0..=libc::UIO_MAXIOV).contains(&n) || (iov.is_null() && n > 0) {
+        return Err(Error::INVAL);
+    }
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    // SAFETY: as the caller promises; the layouts are the same.
+    Ok(unsafe { std::slice::from_raw_parts_mut(iov as *mut IoSliceMut, n as usize) })
+}
+
+#[no_mangle]
+pub extern "C" fn rsocket(domain: c_int, r#type: c_int, protocol: c_int) -> c_int {
+    guard(|| api::socket(domain, r#type, protocol))
+}
+
+/// # Safety
+/// As for every export (crate documentation): `addr` is a socket address.
+#[no_mangle]
+pub unsafe extern "C" fn rbind(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
+    // The address's family decides its length (upstream ignores addrlen).
+    let _ = addrlen;
+    guard0(|| {
+        let s = socket::lookup(socket)?;
+        // SAFETY: as the caller promises.
+        api::bind(&s, &unsafe { addr_req(addr) }?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
+    guard0(|| api::listen(&socket::lookup(socket)?, backlog))
+}
+
+/// # Safety
+/// As for every export (crate documentation): `addr` and `addrlen` are
+/// NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn raccept(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
+    guard(|| {
+        let s = socket::lookup(socket)?;
+        let c = {
+            let _call = socket::RSocket::enter(&s);
+            api::accept(&s)?
+        };
+        if !addr.is_null() && !addrlen.is_null() {
+            // SAFETY: as the caller promises.
+            let _ = unsafe { addr_out(&api::name(&c, false), addr, addrlen) };
+        }
+        Ok(c.fd())
+    })
+}
+
+/// # Safety
+/// As for every export (crate documentation): `addr` is a socket address.
+#[no_mangle]
+pub unsafe extern "C" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
+    // As for rbind.
+    let _ = addrlen;
+    guard0(|| {
+        let s = socket::lookup(socket)?;
+        // SAFETY: as the caller promises.
+        let a = if addr.is_null() { None } else { Some(unsafe { addr_req(addr) }?) };
+        let _call = socket::RSocket::enter(&s);
+        api::connect(&s, a.as_ref())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
+    guard0(|| {
+        let s = socket::lookup(socket)?;
+        let _call = socket::RSocket::enter(&s);
+        api::shutdown(&s, how)
+    })
+}
+
+/// Unlike upstream (which returns a positive EBADF without errno), an
+/// unknown descriptor is -1 with errno EBADF.
+#[no_mangle]
+pub extern "C" fn rclose(socket: c_int) -> c_int {
+    // An unknown descriptor: EBADF returned as the value, errno untouched
+    // (as upstream).
+    if !socket::is_rsocket(socket) {
+        return libc::EBADF;
+    }
+    guard0(|| api::close(socket))
+}
+
+fn recv(socket: c_int, dst: &mut [IoSliceMut], flags: c_int) -> Result<usize> {
+    let s = socket::lookup(socket)?;
+    let call = socket::RSocket::enter(&s);
+    api::recv(&call, dst, flags)
+}
+
+fn send(socket: c_int, src: &[IoSlice], flags: c_int) -> Result<usize> {
+    let s = socket::lookup(socket)?;
+    let call = socket::RSocket::enter(&s);
+    api::send(&call, src, flags)
+}
+
+/// # Safety
+/// As for every export (crate documentation): `buf` is writable for `len`.
+#[no_mangle]
+pub unsafe extern "C" fn rrecv(socket: c_int, buf: *mut c_void, len: size_t, flags: c_int) -> ssize_t {
+    // SAFETY: as the caller promises.
+    guard_ssize(|| recv(socket, &mut unsafe { one_mut(buf, len) }, flags))
+}
+
+/// # Safety
+/// As for [`rrecv`]; `src_addr` and `addrlen` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn rrecvfrom(
+    socket: c_int,
+    buf: *mut c_void,
+    len: size_t,
+    flags: c_int,
+    src_addr: *mut sockaddr,
+    addrlen: *mut socklen_t,
+) -> ssize_t {
+    guard_ssize(|| {
+        // SAFETY: as the caller promises.
+        let n = recv(socket, &mut unsafe { one_mut(buf, len) }, flags)?;
+        if n > 0 && !src_addr.is_null() && !addrlen.is_null() {
+            let a = api::name(&socket::lookup(socket)?, false);
+            // SAFETY: as the caller promises.
+            unsafe { addr_out(&a, src_addr, addrlen) }?;
+        }
+        Ok(n)
+    })
+}
+
+/// Every iovec is filled in order (upstream fills only the first) and the
+/// `flags` argument is used (upstream uses `msg->msg_flags`).
+///
+/// # Safety
+/// As for every export (crate documentation): `msg` is a valid msghdr.
+#[no_mangle]
+pub unsafe extern "C" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
+    guard_ssize(|| {
+        // SAFETY: as the caller promises.
+        let m = unsafe { msg.as_mut() }.ok_or(Error::Errno(libc::EFAULT))?;
+        if !m.msg_control.is_null() && m.msg_controllen != 0 {
+            return Err(Error::Errno(libc::ENOTSUP));
+        }
+        // SAFETY: as the caller promises.
+        let dst = unsafe { iovs_mut(m.msg_iov, m.msg_iovlen as c_int) }?;
+        recv(socket, dst, flags)
+    })
+}
+
+/// # Safety
+/// As for [`rrecv`].
+#[no_mangle]
+pub unsafe extern "C" fn rread(socket: c_int, buf: *mut c_void, count: size_t) -> ssize_t {
+    // SAFETY: as the caller promises.
+    guard_ssize(|| recv(socket, &mut unsafe { one_mut(buf, count) }, 0))
+}
+
+/// # Safety
+/// As for every export (crate documentation): `iov` holds `iovcnt` iovecs.
+#[no_mangle]
+pub unsafe extern "C" fn rreadv(socket: c_int, iov: *const iovec, iovcnt: c_int) -> ssize_t {
+    // SAFETY: as the caller promises.
+    guard_ssize(|| recv(socket, unsafe { iovs_mut(iov as *mut iovec, iovcnt) }?, 0))
+}
+
+/// # Safety
+/// As for every export (crate documentation): `buf` is readable for `len`.
+#[no_mangle]
+pub unsafe extern "C" fn rsend(socket: c_int, buf: *const c_void, len: size_t, flags: c_int) -> ssize_t {
+    // SAFETY: as the caller promises.
+    guard_ssize(|| send(socket, &unsafe { one(buf, len) }, flags))
+}
+
+/// On a stream socket a destination is EISCONN (upstream's rule).
+///
+/// # Safety
+/// As for [`rsend`].
+#[no_mangle]
+pub unsafe extern "C" fn rsendto(
+    socket: c_int,
+    buf: *const c_void,
+    len: size_t,
+    flags: c_int,
+    dest_addr: *const sockaddr,
+    addrlen: socklen_t,
+) -> ssize_t {
+    guard_ssize(|| {
+        socket::lookup(socket)?;
+        if !dest_addr.is_null() || addrlen != 0 {
+            return Err(Error::Errno(libc::EISCONN));
+        }
+        // SAFETY: as the caller promises.
+        send(socket, &unsafe { one(buf, len) }, flags)
+    })
+}
+
+/// # Safety
+/// As for every export (crate documentation): `msg` is a valid msghdr.
+#[no_mangle]
+pub unsafe extern "C" fn rsendmsg(socket: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
+    guard_ssize(|| {
+        // SAFETY: as the caller promises.
+        let m = unsafe { msg.as_ref() }.ok_or(Error::Errno(libc::EFAULT))?;
+        if !m.msg_control.is_null() && m.msg_controllen != 0 {
+            return Err(Error::Errno(libc::ENOTSUP));
+        }
+        // SAFETY: as the caller promises.
+        send(socket, unsafe { iovs(m.msg_iov, m.msg_iovlen as c_int) }?, flags)
+    })
+}
+
+/// # Safety
+/// As for [`rsend`].
+#[no_mangle]
+pub unsafe extern "C" fn rwrite(socket: c_int, buf: *const c_void, count: size_t) -> ssize_t {
+    // SAFETY: as the caller promises.
+    guard_ssize(|| send(socket, &unsafe { one(buf, count) }, 0))
+}
+
+/// # Safety
+/// As for every export (crate documentation): `iov` holds `iovcnt` iovecs.
+#[no_mangle]
+pub unsafe extern "C" fn rwritev(socket: c_int, iov: *const iovec, iovcnt: c_int) -> ssize_t {
+    // SAFETY: as the caller promises.
+    guard_ssize(|| send(socket, unsafe { iovs(iov, iovcnt) }?, 0))
+}
+
+/// # Safety
+/// As for every export (crate documentation): `addr` writable for
+/// `*addrlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
+    // SAFETY: as the caller promises.
+    guard0(|| unsafe { addr_out(&api::name(&socket::lookup(socket)?, false), addr, addrlen) })
+}
+
+/// # Safety
+/// As for [`rgetpeername`].
+#[no_mangle]
+pub unsafe extern "C" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
+    // SAFETY: as the caller promises.
+    guard0(|| unsafe { addr_out(&api::name(&socket::lookup(socket)?, true), addr, addrlen) })
+}
+
+/// # Safety
+/// As for every export (crate documentation): `optval` readable for
+/// `optlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rsetsockopt(
+    socket: c_int,
+    level: c_int,
+    optname: c_int,
+    optval: *const c_void,
+    optlen: socklen_t,
+) -> c_int {
+    guard0(|| {
+        let s = socket::lookup(socket)?;
+        // SAFETY: as the caller promises.
+        let v = unsafe { one(optval, optlen as size_t) };
+        opts::set(&s, level, optname, &v[0])
+    })
+}
+
+/// # Safety
+/// As for every export (crate documentation): `optval` writable for
+/// `*optlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rgetsockopt(
+    socket: c_int,
+    level: c_int,
+    optname: c_int,
+    optval: *mut c_void,
+    optlen: *mut socklen_t,
+) -> c_int {
+    guard0(|| {
+        let s = socket::lookup(socket)?;
+        if optlen.is_null() {
+            return Err(Error::Errno(libc::EFAULT));
+        }
+        // SAFETY: as the caller promises.
+        let mut v = unsafe { one_mut(optval, *optlen as size_t) };
+        let n = opts::get(&s, level, optname, &mut v[0])?;
+        // SAFETY: checked non-NULL.
+        unsafe { *optlen = n as socklen_t };
+        Ok(())
+    })
+}
+
+/// `rfcntl`'s work; the exported variadic `rfcntl` (C) passes its one
+/// integer argument here.
+#[no_mangle]
+pub extern "C" fn rdmacm_rs_fcntl(socket: c_int, cmd: c_int, arg: libc::c_long) -> c_int {
+    guard(|| api::fcntl(&socket::lookup(socket)?, cmd, arg))
+}
+
+/// # Safety
+/// As for every export (crate documentation): `buf` is `len` bytes the
+/// caller keeps alive while mapped.
+#[no_mangle]
+pub unsafe extern "C" fn riomap(
+    socket: c_int,
+    buf: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    offset: off_t,
+) -> off_t {
+    // Mapping flags are ignored (as upstream).
+    let _ = flags;
+    guard_val(-1, || iomap::map(&socket::lookup(socket)?, buf as *mut u8, len, prot, offset))
+}
+
+/// # Safety
+/// As for every export (crate documentation).
+#[no_mangle]
+pub unsafe extern "C" fn riounmap(socket: c_int, buf: *mut c_void, len: size_t) -> c_int {
+    guard0(|| iomap::unmap(&socket::lookup(socket)?, buf as *mut u8, len))
+}
+
+/// `(size_t)-1` on failure, as upstream's prototype has it.
+///
+/// # Safety
+/// As for every export (crate documentation): `buf` is readable for
+/// `count` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn riowrite(
+    socket: c_int,
+    buf: *const c_void,
+    count: size_t,
+    offset: off_t,
+    flags: c_int,
+) -> size_t {
+    guard_val(usize::MAX, || {
+        let s = socket::lookup(socket)?;
+        let _call = socket::RSocket::enter(&s);
+        // SAFETY: as the caller promises.
+        iomap::write(&s, &unsafe { one(buf, count) }, offset as u64, flags)
+    })
+}

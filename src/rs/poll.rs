@@ -1,0 +1,218 @@
+//! rpoll(3) and rselect(3) for rsockets and ordinary descriptors mixed.
+//!
+//! An rsocket's readiness is computed from its state after making
+//! progress (upstream's rules: POLLIN for data or EOF, POLLOUT when a send
+//! can go, POLLHUP once disconnected and read to the end, POLLERR after an error or a failed
+//! connect). To sleep, one `poll()` covers the ordinary descriptors, each
+//! rsocket's descriptor (which the engine updates on state changes) and
+//! each connection's completion channel (so that data wakes the caller
+//! directly). No fixed wake-up interval is needed.
+
+use super::socket::{self, Call, Inner, Phase, RSocket};
+use crate::error::{Error, Result};
+use std::time::{Duration, Instant};
+
+/// The revents of one rsocket for `events` (after progress).
+fn revents(g: &mut Inner, events: i16) -> i16 {
+    socket::progress(g);
+    let want_in = events & libc::POLLIN != 0;
+    let want_out = events & libc::POLLOUT != 0;
+    let mut r = 0;
+    match g.phase {
+        Phase::Listening => {
+            // A listener is always writable (as upstream's rpoll reports).
+            if want_in && !g.accepted.is_empty() {
+                r |= libc::POLLIN;
+            }
+            if want_out {
+                r |= libc::POLLOUT;
+            }
+        }
+        Phase::Connected | Phase::Disconnected | Phase::Error => {
+            let data = g.conn.as_ref().is_some_and(|c| c.has_data());
+            if want_in && (data || !g.rd || g.phase != Phase::Connected) {
+                r |= libc::POLLIN;
+            }
+            if want_out && g.phase == Phase::Connected && g.wr && g.conn.as_ref().is_some_and(|c| c.can_send()) {
+                r |= libc::POLLOUT;
+            }
+            match g.phase {
+                // POLLHUP once the data that came before the disconnect is
+                // read (upstream reports it at once, and a caller that
+                // stops at POLLHUP loses the end of the stream).
+                Phase::Disconnected if !data => r |= libc::POLLHUP,
+                Phase::Error => r |= libc::POLLERR,
+                _ => {}
+            }
+        }
+        Phase::ConnectError => {
+            r |= events & (libc::POLLIN | libc::POLLOUT);
+            r |= libc::POLLERR;
+        }
+        _ => {}
+    }
+    r
+}
+
+/// `rpoll`: the number of entries with events, 0 at the timeout.
+pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
+    let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+    let mut socks: Vec<Option<Call>> = Vec::new();
+    socks.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
+    socks.extend(fds.iter().map(|p| socket::lookup(p.fd).ok().map(|s| RSocket::enter(&s))));
+    // Where each entry's descriptors sit in the set: (self, completion).
+    let mut set: Vec<libc::pollfd> = Vec::new();
+    set.try_reserve_exact(2 * fds.len()).map_err(|_| Error::NOMEM)?;
+    let mut slots: Vec<(usize, Option<usize>)> = Vec::new();
+    slots.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
+    loop {
+        let mut ready = 0;
+        let mut again = false;
+        set.clear();
+        slots.clear();
+        for (p, s) in fds.iter_mut().zip(&socks) {
+            p.revents = 0;
+            match s {
+                Some(s) => {
+                    let mut g = s.lock();
+                    p.revents = revents(&mut g, p.events);
+                    let mut comp = None;
+                    if p.revents == 0 && ready == 0 {
+                        // About to sleep: arm, and look again if anything
+                        // completed before the arming.
+                        match socket::arm_for_wait(&mut g, p.events & libc::POLLOUT != 0) {
+                            Some((_, true)) => {
+                                // Something completed: look again without
+                                // sleeping (the next pass arms and sleeps).
+                                p.revents = revents(&mut g, p.events);
+                                again = true;
+                            }
+                            Some((fd, false)) => {
+                                s.watch_off(&g);
+                                comp = Some(fd);
+                            }
+                            None => {}
+                        }
+                    }
+                    if p.revents != 0 {
+                        ready += 1;
+                    }
+                    s.show(&mut g);
+                    slots.push((set.len(), comp.map(|_| set.len() + 1)));
+                    set.push(libc::pollfd {
+                        fd: s.fd(),
+                        events: p.events & (libc::POLLIN | libc::POLLOUT),
+                        revents: 0,
+                    });
+                    if let Some(c) = comp {
+                        set.push(libc::pollfd { fd: c, events: libc::POLLIN, revents: 0 });
+                    }
+                }
+                None => {
+                    slots.push((set.len(), None));
+                    set.push(libc::pollfd { fd: p.fd, events: p.events, revents: 0 });
+                }
+            }
+        }
+        let wait = if ready > 0 || again {
+            0
+        } else {
+            match deadline {
+                None => -1,
+                Some(d) => d.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32,
+            }
+        };
+        // SAFETY: set holds valid pollfds.
+        let n = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, wait) };
+        if n < 0 {
+            return Err(Error::last_os());
+        }
+        for ((p, s), &(i, comp)) in fds.iter_mut().zip(&socks).zip(&slots) {
+            match s {
+                Some(s) => {
+                    let mut g = s.lock();
+                    if comp.is_some_and(|c| set[c].revents != 0) {
+                        if let Some(c) = g.conn.as_mut() {
+                            c.drain_events();
+                        }
+                    }
+                    let was = p.revents;
+                    p.revents = revents(&mut g, p.events);
+                    if was == 0 && p.revents != 0 {
+                        ready += 1;
+                    }
+                }
+                None => {
+                    p.revents = set[i].revents;
+                    if p.revents != 0 {
+                        ready += 1;
+                    }
+                }
+            }
+        }
+        if ready > 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(ready);
+        }
+    }
+}
+
+/// `rselect` on top of `rpoll` (every descriptor from 0 to `nfds` - 1 is
+/// looked at; upstream skips descriptor 0).
+///
+/// # Safety
+/// The sets are NULL or valid `fd_set`s.
+pub unsafe fn select(
+    nfds: i32,
+    rd: *mut libc::fd_set,
+    wr: *mut libc::fd_set,
+    ex: *mut libc::fd_set,
+    timeout_ms: i32,
+) -> Result<i32> {
+    if !(0..=libc::FD_SETSIZE as i32).contains(&nfds) {
+        return Err(Error::INVAL);
+    }
+    // SAFETY: NULL or valid sets, as the caller promises.
+    let isset = |s: *mut libc::fd_set, fd: i32| !s.is_null() && unsafe { libc::FD_ISSET(fd, s) };
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    fds.try_reserve_exact(nfds as usize).map_err(|_| Error::NOMEM)?;
+    for fd in 0..nfds {
+        let mut events = 0;
+        if isset(rd, fd) {
+            events |= libc::POLLIN;
+        }
+        if isset(wr, fd) {
+            events |= libc::POLLOUT;
+        }
+        if events != 0 || isset(ex, fd) {
+            fds.push(libc::pollfd { fd, events, revents: 0 });
+        }
+    }
+    let r = poll(&mut fds, timeout_ms)?;
+    for s in [rd, wr, ex] {
+        if !s.is_null() {
+            // SAFETY: a valid set.
+            unsafe { libc::FD_ZERO(s) };
+        }
+    }
+    let mut count = 0;
+    if r > 0 {
+        for p in &fds {
+            // SAFETY: valid sets (checked non-NULL).
+            unsafe {
+                if !rd.is_null() && p.revents & (libc::POLLIN | libc::POLLHUP) != 0 && p.events & libc::POLLIN != 0 {
+                    libc::FD_SET(p.fd, rd);
+                    count += 1;
+                }
+                if !wr.is_null() && p.revents & libc::POLLOUT != 0 {
+                    libc::FD_SET(p.fd, wr);
+                    count += 1;
+                }
+                if !ex.is_null() && p.revents & !(libc::POLLIN | libc::POLLOUT | libc::POLLHUP) != 0 {
+                    libc::FD_SET(p.fd, ex);
+                    count += 1;
+                }
+            }
+        }
+    }
+    Ok(count)
+}

@@ -1,0 +1,562 @@
+//! An rsocket: the object behind one rsocket descriptor, its state, and
+//! the tables that find it (by descriptor, by CM id, by completion
+//! channel).
+//!
+//! Threads that touch a socket: the application's calls, and the progress
+//! engine (`engine.rs`), which handles the socket's CM events and, while no
+//! application thread is inside a call on the socket, its completions.
+//! Everything is under the socket's one mutex, held only for non-blocking
+//! work; waits happen outside it (`wait.rs`).
+
+use super::config::Opts;
+use super::signal::{Ready, Signal};
+use super::stream::Conn;
+use crate::cm::id::Id;
+use crate::cmem::Shared;
+use crate::error::{Error, Result};
+use crate::handle::Table;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Where a stream socket is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Init,
+    Bound,
+    Listening,
+    /// Active side: resolving the address, the route, waiting for the
+    /// peer's answer.
+    ResolvingAddr,
+    ResolvingRoute,
+    Connecting,
+    /// Passive side: accepted by the library, not yet established (not
+    /// visible to the application).
+    Accepting,
+    Connected,
+    ConnectError,
+    Disconnected,
+    Error,
+}
+
+impl Phase {
+    pub fn opening(self) -> bool {
+        matches!(self, Phase::ResolvingAddr | Phase::ResolvingRoute | Phase::Connecting | Phase::Accepting)
+    }
+}
+
+pub struct Inner {
+    pub phase: Phase,
+    /// Directions still open while connected.
+    pub rd: bool,
+    pub wr: bool,
+    /// SO_ERROR: a connection error kept for the application.
+    pub err: i32,
+    pub domain: i32,
+    pub id: Shared<Id>,
+    pub opts: Opts,
+    pub conn: Option<Box<Conn>>,
+    /// Address/route resolution retries so far.
+    pub retries: u32,
+    /// Listener: established connections waiting for raccept, and those
+    /// still being accepted.
+    pub accepted: VecDeque<Shared<RSocket>>,
+    pub pending: Vec<Shared<RSocket>>,
+    /// Accepted socket: its listener, until it joins the accept queue.
+    pub listener: Option<Shared<RSocket>>,
+    /// What the descriptor reports now.
+    pub shown: Ready,
+    /// Keepalive: when the next one is due (monotonic ms).
+    pub keepalive_due: Option<u64>,
+    /// rclose was called: the engine finishes the teardown.
+    pub closing: bool,
+    /// rrecv reported end of file: it stays so (data the peer sends after
+    /// its shutdown is dropped, not read after the EOF).
+    pub eof_seen: bool,
+    /// A non-blocking shutdown's control message (SHUTDOWN or DISCONNECT),
+    /// posted by the engine once the data sent before it has completed.
+    pub deferred_ctrl: Option<u32>,
+}
+
+pub struct RSocket {
+    sig: Signal,
+    inner: Mutex<Inner>,
+    /// Application threads inside a call on this socket: while there are
+    /// any, they process the completions themselves.
+    active: AtomicU32,
+    /// The engine saw a completion event while application threads were
+    /// inside: the last one out processes it.
+    missed: AtomicBool,
+    /// Whether the engine's watch on the completion channel is enabled (it
+    /// is one-shot: a delivered event disables it). A thread about to
+    /// sleep on the channel disables it; the engine enables it again once
+    /// the application has stayed out of calls for a tick (`handoff`). So
+    /// the engine never wakes together with a thread that waits for the
+    /// completions itself, nor for an application that polls in a loop.
+    watching: AtomicBool,
+    /// Calls finished (the engine sees whether the application came back).
+    exits: AtomicU32,
+    /// The count the engine saw at its last tick.
+    exits_seen: AtomicU32,
+    /// In the engine's hand-off list.
+    pending: AtomicBool,
+}
+
+/// Sockets whose application left a call: the engine takes over their
+/// completions once the application stays away for a tick.
+static HANDOFF: Mutex<Vec<Shared<RSocket>>> = Mutex::new(Vec::new());
+
+/// How often the engine looks at the hand-off list while it is not empty.
+pub(crate) const HANDOFF_TICK_MS: i32 = 1;
+
+/// The engine's epoll set (completion channels are registered one-shot,
+/// keyed by their descriptor) and its wake-up eventfd; -1 before.
+static ENGINE_EPOLL: AtomicI32 = AtomicI32::new(-1);
+static ENGINE_WAKE: AtomicI32 = AtomicI32::new(-1);
+
+/// The engine's epoll set and eventfd, recorded by the engine as it starts.
+pub fn set_engine_fds(epoll: i32, wake: i32) {
+    ENGINE_EPOLL.store(epoll, Ordering::Release);
+    ENGINE_WAKE.store(wake, Ordering::Release);
+}
+
+/// In a child after fork(): the sockets waiting for the parent's engine
+/// are not this process's to hand over (their references are leaked, not
+/// dropped: dropping would destroy the parent's resources).
+pub fn forget_after_fork() {
+    if let Ok(mut h) = HANDOFF.try_lock() {
+        std::mem::forget(std::mem::take(&mut *h));
+    }
+}
+
+/// Make the engine look at its timers and lists again.
+pub fn kick_engine() {
+    let wake = ENGINE_WAKE.load(Ordering::Acquire);
+    if wake >= 0 {
+        let one: u64 = 1;
+        // SAFETY: an 8-byte write to the engine's eventfd.
+        unsafe { libc::write(wake, &one as *const u64 as *const libc::c_void, 8) };
+    }
+}
+
+fn epoll_mod(comp_fd: i32, events: u32) {
+    let ep = ENGINE_EPOLL.load(Ordering::Acquire);
+    if ep >= 0 {
+        let mut ev = libc::epoll_event { events, u64: comp_fd as u64 };
+        // SAFETY: the engine's epoll set; a registered (or already
+        // removed: ENOENT, harmless) descriptor.
+        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_MOD, comp_fd, &mut ev) };
+    }
+}
+
+/// The events a completion channel is watched with.
+pub(crate) const WATCH_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLONESHOT) as u32;
+
+// SAFETY: the raw libibverbs pointers inside are used under the mutex.
+unsafe impl Send for Inner {}
+
+/// Live sockets by descriptor.
+static SOCKETS: Table<Shared<RSocket>> = Table::new();
+/// Sockets by the address of their CM id (for CM events).
+static BY_ID: Table<Shared<RSocket>> = Table::new();
+
+impl RSocket {
+    /// A new socket object with its descriptor pair, recorded by
+    /// descriptor and by id.
+    pub fn create(domain: i32, id: Shared<Id>, opts: Opts, cloexec: bool) -> Result<Shared<RSocket>> {
+        let (sig, shown) = Signal::new(cloexec)?;
+        let idkey = Id::key(&id);
+        let s = Shared::try_new(RSocket {
+            sig,
+            inner: Mutex::new(Inner {
+                phase: Phase::Init,
+                rd: false,
+                wr: false,
+                err: 0,
+                domain,
+                id,
+                opts,
+                conn: None,
+                retries: 0,
+                accepted: VecDeque::new(),
+                pending: Vec::new(),
+                listener: None,
+                shown,
+                keepalive_due: None,
+                closing: false,
+                eof_seen: false,
+                deferred_ctrl: None,
+            }),
+            active: AtomicU32::new(0),
+            missed: AtomicBool::new(false),
+            watching: AtomicBool::new(false),
+            exits: AtomicU32::new(0),
+            exits_seen: AtomicU32::new(0),
+            pending: AtomicBool::new(false),
+        })?;
+        BY_ID.insert(idkey, s.clone())?;
+        if let Err(e) = SOCKETS.insert(s.fd() as usize, s.clone()) {
+            BY_ID.remove(idkey);
+            return Err(e);
+        }
+        Ok(s)
+    }
+
+    /// The descriptor the application knows the socket by.
+    pub fn fd(&self) -> i32 {
+        self.sig.fd()
+    }
+
+    /// Release the descriptor (rclose, teardown): its number may be reused
+    /// at once, whatever references to the socket remain. Called with the
+    /// lock held (`_g`), which serialises it with `show`.
+    pub fn close_descriptor(&self, _g: &mut Inner) {
+        self.sig.close();
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Mirror the socket's state onto its descriptor.
+    pub fn show(&self, g: &mut Inner) {
+        let want = readiness(g);
+        if want != g.shown {
+            let mut shown = g.shown;
+            let _ = self.sig.apply(&mut shown, want);
+            g.shown = shown;
+        }
+    }
+
+    /// An application call begins on this socket.
+    pub fn enter(this: &Shared<RSocket>) -> Call {
+        this.active.fetch_add(1, Ordering::SeqCst);
+        Call { s: this.clone(), shown: std::cell::Cell::new(false) }
+    }
+
+    /// The engine got a completion event (its watch is now disabled):
+    /// whether it may process it (no application thread inside); otherwise
+    /// the last one out will.
+    pub fn engine_may_progress(&self) -> bool {
+        self.watching.store(false, Ordering::SeqCst);
+        self.missed.store(true, Ordering::SeqCst);
+        if self.active.load(Ordering::SeqCst) == 0 {
+            self.missed.store(false, Ordering::SeqCst);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// An application call in progress on a socket: on the way out, leftover
+/// progress is made and the descriptor updated.
+pub struct Call {
+    s: Shared<RSocket>,
+    /// The call showed the state at its end, with the lock held
+    /// (`show_at_exit`): the way out need not take the lock again.
+    shown: std::cell::Cell<bool>,
+}
+
+impl Call {
+    /// The end of the call, with the lock still held: the descriptor shows
+    /// the state now.
+    pub fn show_at_exit(&self, g: &mut Inner) {
+        self.s.show(g);
+        self.shown.set(true);
+    }
+}
+
+impl std::ops::Deref for Call {
+    type Target = Shared<RSocket>;
+    fn deref(&self) -> &Shared<RSocket> {
+        &self.s
+    }
+}
+
+impl RSocket {
+    /// The engine now watches the connection's completion channel (it was
+    /// just added, or it delivered an event and the engine re-enables it).
+    pub fn watch_enabled(&self, g: &Inner) {
+        if let Some(c) = g.conn.as_ref() {
+            // Recorded before the call: an event the watch delivers at once
+            // then disables it after this store.
+            self.watching.store(true, Ordering::SeqCst);
+            epoll_mod(c.comp_fd, WATCH_EVENTS);
+        }
+    }
+
+    /// The engine's watch is being added.
+    pub fn mark_watched(&self) {
+        self.watching.store(true, Ordering::SeqCst);
+    }
+
+    /// The last thread out of a call on a connected socket: the engine
+    /// will take over its completions if the application stays away.
+    fn left(this: &Shared<RSocket>) {
+        this.exits.fetch_add(1, Ordering::SeqCst);
+        if this.pending.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+        if h.try_reserve(1).is_err() {
+            // No memory for the list: hand over at once.
+            drop(h);
+            this.pending.store(false, Ordering::SeqCst);
+            let mut g = this.lock();
+            settle(&mut g, true);
+            this.watch_enabled(&g);
+            this.show(&mut g);
+            return;
+        }
+        let first = h.is_empty();
+        h.push(this.clone());
+        drop(h);
+        if first {
+            kick_engine();
+        }
+    }
+
+    /// The engine's tick: hand the socket's completions over to the engine
+    /// if the application stayed out of calls since the last tick (true:
+    /// done, or nothing to hand over); false: look again next tick.
+    pub fn handoff(this: &Shared<RSocket>) -> bool {
+        this.pending.store(false, Ordering::SeqCst);
+        let exits = this.exits.load(Ordering::SeqCst);
+        if this.active.load(Ordering::SeqCst) == 0 && this.exits_seen.load(Ordering::SeqCst) == exits {
+            let mut g = this.lock();
+            if g.phase == Phase::Connected && g.conn.is_some() {
+                settle(&mut g, true);
+                this.watch_enabled(&g);
+                this.show(&mut g);
+            }
+            return true;
+        }
+        this.exits_seen.store(exits, Ordering::SeqCst);
+        // Still in the list unless an exit meanwhile put it there again.
+        this.pending.swap(true, Ordering::SeqCst)
+    }
+
+    /// A thread is about to sleep on the completion channel itself: the
+    /// engine need not wake too.
+    pub fn watch_off(&self, g: &Inner) {
+        if let Some(c) = g.conn.as_ref() {
+            if self.watching.swap(false, Ordering::SeqCst) {
+                epoll_mod(c.comp_fd, 0);
+            }
+        }
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        let s = &self.s;
+        let shown = self.shown.get();
+        if s.active.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let missed = s.missed.swap(false, Ordering::SeqCst);
+            if shown && !missed {
+                // The call showed the state at its end; whatever another
+                // thread changed since, that thread shows on its way out
+                // (and the engine changes nothing while we were inside).
+                RSocket::left(s);
+                return;
+            }
+            let mut g = s.lock();
+            if missed {
+                // An event the engine left to us.
+                if let Some(c) = g.conn.as_mut() {
+                    c.drain_events();
+                }
+                progress(&mut g);
+            }
+            s.show(&mut g);
+            let live = g.phase == Phase::Connected && g.conn.is_some();
+            drop(g);
+            if live {
+                RSocket::left(s);
+            }
+        } else {
+            let mut g = s.lock();
+            s.show(&mut g);
+        }
+    }
+}
+
+/// The sockets waiting for a hand-off (the list is emptied).
+pub fn take_handoffs() -> Vec<Shared<RSocket>> {
+    std::mem::take(&mut *HANDOFF.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Whether sockets wait for a hand-off.
+pub fn handoffs_waiting() -> bool {
+    !HANDOFF.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+}
+
+/// Put back the sockets to look at next tick (`keep`) and give the list's
+/// memory back; whether the list is not empty.
+pub fn return_handoffs(mut keep: Vec<Shared<RSocket>>) -> bool {
+    let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+    if h.is_empty() {
+        std::mem::swap(&mut *h, &mut keep);
+    } else if h.try_reserve(keep.len()).is_ok() {
+        h.append(&mut keep);
+    } else {
+        // No memory: those sockets are handed over now instead.
+        drop(h);
+        for s in keep {
+            s.exits_seen.store(s.exits.load(Ordering::SeqCst), Ordering::SeqCst);
+            RSocket::handoff(&s);
+        }
+        h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+    }
+    !h.is_empty()
+}
+
+/// What the descriptor should report for this state (upstream's rpoll
+/// rules: a connection error and an error are readable and writable; a
+/// disconnected socket is readable, and hung up once its data is read).
+pub fn readiness(g: &Inner) -> Ready {
+    match g.phase {
+        Phase::Listening => Ready { readable: !g.accepted.is_empty(), writable: true, hup: false },
+        Phase::Connected => {
+            let (data, send) = g.conn.as_ref().map_or((false, false), |c| (c.has_data(), c.can_send()));
+            Ready { readable: data || !g.rd, writable: g.wr && send, hup: false }
+        }
+        Phase::Disconnected => {
+            // Hung up once nothing is left to read (data that came before
+            // the peer's disconnect is read first, as with TCP).
+            let data = g.conn.as_ref().is_some_and(|c| c.has_data());
+            Ready { readable: true, writable: false, hup: !data }
+        }
+        Phase::ConnectError | Phase::Error => Ready { readable: true, writable: true, hup: true },
+        _ => Ready::default(),
+    }
+}
+
+/// The live socket behind a descriptor; EBADF for anything else.
+pub fn lookup(fd: i32) -> Result<Shared<RSocket>> {
+    if fd < 0 {
+        return Err(Error::Errno(libc::EBADF));
+    }
+    SOCKETS.get(fd as usize).ok_or(Error::Errno(libc::EBADF))
+}
+
+/// Whether a descriptor is an rsocket.
+pub fn is_rsocket(fd: i32) -> bool {
+    fd >= 0 && SOCKETS.with(fd as usize, |s| s.is_some())
+}
+
+/// The socket a CM id belongs to.
+pub fn by_id(idkey: usize) -> Option<Shared<RSocket>> {
+    BY_ID.get(idkey)
+}
+
+/// Record a socket under a new id (an accepted connection's).
+pub fn register_id(idkey: usize, s: &Shared<RSocket>) -> Result<()> {
+    BY_ID.insert(idkey, s.clone())
+}
+
+/// Forget a socket's descriptor (rclose): later calls get EBADF.
+pub fn forget_fd(fd: i32) -> Option<Shared<RSocket>> {
+    SOCKETS.remove(fd as usize)
+}
+
+/// Forget a socket's id entry (its id is being destroyed).
+pub fn forget_id(idkey: usize) {
+    BY_ID.remove(idkey);
+}
+
+/// Process the connection's completions and apply what they say to the
+/// socket's state; send credits when due. Nothing blocks.
+pub fn progress(g: &mut Inner) {
+    let connected = g.phase == Phase::Connected;
+    let Some(c) = g.conn.as_mut() else { return };
+    let p = c.poll(connected);
+    if p.violation.is_some() {
+        // A peer that breaks the protocol: reset the connection.
+        c.to_error();
+        g.phase = Phase::Error;
+        g.err = libc::ECONNRESET;
+        g.rd = false;
+        g.wr = false;
+        return;
+    }
+    if connected {
+        if p.send_failed {
+            g.phase = Phase::Error;
+            g.err = libc::EIO;
+            g.rd = false;
+            g.wr = false;
+        } else if let Some(e) = p.repost_failed {
+            g.phase = Phase::Error;
+            g.err = e;
+            g.rd = false;
+            g.wr = false;
+        } else if p.peer_disconnect || p.disconnect_sent {
+            g.phase = Phase::Disconnected;
+            g.rd = false;
+            g.wr = false;
+        } else if p.peer_shutdown {
+            if g.wr {
+                g.rd = false;
+            } else {
+                g.phase = Phase::Disconnected;
+                g.rd = false;
+            }
+        }
+    }
+    credits(g);
+}
+
+/// Send a credit update if one is due (data was consumed).
+pub fn credits(g: &mut Inner) {
+    if g.phase == Phase::Connected {
+        if let Some(c) = g.conn.as_mut() {
+            if let Err(Error::Errno(e)) = c.send_credits() {
+                g.phase = Phase::Error;
+                g.err = e;
+            }
+        }
+    }
+}
+
+/// For the engine (taking over a socket's completions, or woken by one):
+/// take what the completion channel holds (`events`), and leave the
+/// receive CQ armed
+/// (the send CQ too while sending waits for it, or a control message is
+/// in flight) so that the engine hears of the next completion; poll
+/// whenever something may have completed unheard.
+pub fn settle(g: &mut Inner, events: bool) {
+    let Some(c) = g.conn.as_mut() else { return };
+    let mut poll = events && c.drain_events();
+    for _ in 0..3 {
+        if poll {
+            progress(g);
+        }
+        let closing = g.closing;
+        let Some(c) = g.conn.as_mut() else { return };
+        poll = c.arm(closing || c.needs_send_events());
+        if !poll {
+            break;
+        }
+    }
+}
+
+/// Before a thread sleeps on the connection's completion channel: the
+/// channel's descriptor, with the CQs armed (the send CQ too if `send`)
+/// and what completed before the arming taken (`moved`: something did,
+/// look again before sleeping). None when there is no live connection.
+pub fn arm_for_wait(g: &mut Inner, send: bool) -> Option<(i32, bool)> {
+    if g.phase != Phase::Connected && !g.closing {
+        return None;
+    }
+    let c = g.conn.as_mut()?;
+    let before = c.epoch;
+    let fd = c.comp_fd;
+    let send = send || c.needs_send_events();
+    if c.arm(send) {
+        progress(g);
+    }
+    let moved = g.conn.as_ref().is_none_or(|c| c.epoch != before);
+    Some((fd, moved))
+}
