@@ -10,7 +10,8 @@
 # programs).
 # Each boot runs suite.sh (bed self-check, tests.d, compatibility matrix);
 # console and logs land in build/vm-<kernel>/, the matrix in
-# build/compat-<kernel>.md. The library under test is build/librdmacm.so.1
+# build/compat-<kernel>.md, the rsocket programs' table in
+# build/rsockets-<kernel>.md. The library under test is build/librdmacm.so.1
 # or $RDMACM_UNDER_TEST. VM_KERNELS="6.1 new" picks the boots.
 # Ends with one line "N passed, M failed, K skipped" summed over both boots;
 # exit 1 on any failure, a broken bed or a boot that gave no result.
@@ -36,7 +37,7 @@ for k in ${VM_KERNELS:-6.1 new}; do
 	rm -rf "$out" && mkdir -p "$out"
 	echo "=== kernel $k: $(cat "${VM_CACHE:-.cache/vm}/k-$k/kver"), $net network"
 	start=$SECONDS
-	bash abi-tests/vm/run.sh --kernel "$k" --net "$net" --timeout "${VM_TIMEOUT:-720}" --out "$REPO/$out" \
+	bash abi-tests/vm/run.sh --kernel "$k" --net "$net" --timeout "${VM_TIMEOUT:-1800}" --out "$REPO/$out" \
 		-- bash abi-tests/vm/suite.sh 2>&1 | tee "$out/console.log"
 	rc=${PIPESTATUS[0]}
 	secs=$((SECONDS - start))
@@ -51,6 +52,7 @@ for k in ${VM_KERNELS:-6.1 new}; do
 	((rc != 0 && f == 0)) && f=1
 	P=$((P + p)) F=$((F + f)) K=$((K + s))
 	cp "$out/compat-$k.md" "build/compat-$k.md" 2>/dev/null
+	cp "$out/rsockets-$k.md" "build/rsockets-$k.md" 2>/dev/null
 	echo "=== kernel $k: exit $rc, $p passed, $f failed, $s skipped ($secs s)"
 done
 echo "=== VM time: $vm_time s"

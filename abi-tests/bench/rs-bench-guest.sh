@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# rs-bench-guest.sh — (guest side of make bench) rsockets over the guest's
+# soft-RoCE device:
+#  1. rdma-core's rstream, server and client on the same library: ours–ours
+#     and upstream–upstream (Debian's v44), interleaved round by round
+#     (ROUNDS, default 7), plus rstream -T s (the kernel's TCP to the same
+#     local address, for context): latency = 64-byte ping-pong (-S 64 -C 1 -I 5000,
+#     usec per transfer as rstream prints it), bandwidth = 1 MiB transfers
+#     (-S 1048576 -C 40, Gb/s); medians, ratio ours / upstream. Both with
+#     rstream's default (non-blocking calls retried in a loop) and blocking
+#     calls (-T b).
+#  2. user-space instructions per step (callgrind, two run lengths
+#     subtracted; build/bench/rs_bench): an rrecv that finds nothing, a
+#     64-byte round trip (blocking and non-blocking), a 64 KiB send.
+set -uo pipefail
+L=$PWD/build
+ROUNDS=${ROUNDS:-7}
+declare -A vals
+med() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+wait_listen() { # port
+	local i
+	for ((i = 0; i < 100; i++)); do
+		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:$1 " && return 0
+		ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+		sleep 0.1
+	done
+}
+port=7800
+one() { # lib(ours|upstream|tcp) args -> the value of rstream's last column pair
+	local env=X=1 extra=() spid out
+	case $1 in ours) env=LD_LIBRARY_PATH=$L ;; tcp) extra=(-T s) ;; esac
+	shift
+	port=$((port + 1))
+	env "$env" timeout 120 rstream "${extra[@]}" -p $port "$@" >/dev/null 2>&1 &
+	spid=$!
+	wait_listen $port
+	out=$(env "$env" timeout 120 rstream "${extra[@]}" -s 192.0.2.1 -p $port "$@" 2>/dev/null | tail -n1)
+	wait "$spid" 2>/dev/null
+	echo "$out"
+}
+for ((r = 0; r < ROUNDS; r++)); do
+	for lib in upstream ours tcp; do
+		for mode in nb b; do
+			m=(); [ $mode = b ] && m=(-T b)
+			lat=$(one $lib -S 64 -C 1 -I 5000 "${m[@]}" | awk '{ print $NF }')
+			bw=$(one $lib -S 1048576 -C 40 "${m[@]}" | awk '{ print $(NF - 1) }')
+			vals[lat.$mode.$lib]+="${lat:-0} "
+			vals[bw.$mode.$lib]+="${bw:-0} "
+		done
+	done
+done
+printf '%-34s %10s %10s %8s %10s\n' "rstream" upstream rdmacm-rs ratio "TCP (-T s)"
+for mode in nb b; do
+	name=$([ $mode = nb ] && echo "non-blocking (default)" || echo "blocking (-T b)")
+	u=$(med <<<"${vals[lat.$mode.upstream]}") o=$(med <<<"${vals[lat.$mode.ours]}") t=$(med <<<"${vals[lat.$mode.tcp]}")
+	printf '%-34s %10s %10s %8s %10s\n' "latency us, $name" "$u" "$o" "$(ratio "$o" "$u")" "$t"
+	u=$(med <<<"${vals[bw.$mode.upstream]}") o=$(med <<<"${vals[bw.$mode.ours]}") t=$(med <<<"${vals[bw.$mode.tcp]}")
+	printf '%-34s %10s %10s %8s %10s\n' "bandwidth Gb/s, $name" "$u" "$o" "$(ratio "$o" "$u")" "$t"
+done
+echo "(rstream, server and client on one library, medians of $ROUNDS interleaved rounds; latency: 64-byte ping-pong,"
+echo " usec per transfer; bandwidth: 1 MiB transfers; kernel $(uname -r) under qemu TCG, soft-RoCE;"
+echo " TCP: rstream -T s, the kernel's TCP to the same local address, for context)"
+echo " per-round latency, non-blocking: upstream ${vals[lat.nb.upstream]}/ ours ${vals[lat.nb.ours]}"
+
+# 2. instructions per step
+if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
+	B=$PWD/build/bench/rs_bench
+	cg() { # env step n size -> instructions
+		local f
+		f=$(mktemp /tmp/cg.XXXXXX)
+		env "$1" valgrind --tool=callgrind --callgrind-out-file="$f" "$B" client 192.0.2.1 7999 "$2" "$3" "$4" >/dev/null 2>&1
+		awk '/^summary:/ { print $2 }' "$f"
+		rm -f "$f"
+	}
+	echo
+	printf '%-34s %10s %10s %8s\n' "instructions per step" upstream rdmacm-rs ratio
+	declare -A ins
+	for lib in upstream ours; do
+		env=X=1; [ $lib = ours ] && env=LD_LIBRARY_PATH=$L
+		env "$env" "$B" server 7999 >/dev/null 2>&1 &
+		spid=$!
+		wait_listen 7999
+		for s in "eagain 2000 6000 1" "lat 300 900 64" "latnb 300 900 64" "bw 100 300 65536"; do
+			read -r st n1 n2 sz <<<"$s"
+			a=$(cg "$env" "$st" "$n1" "$sz") b=$(cg "$env" "$st" "$n2" "$sz")
+			ins[$st.$lib]=$(((b - a) / (n2 - n1)))
+		done
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+	done
+	for s in "eagain:rrecv finding nothing" "lat:64-byte round trip, blocking" "latnb:64-byte round trip, non-blocking" \
+		"bw:64 KiB rsend (receiver reads)"; do
+		st=${s%%:*}
+		printf '%-34s %10s %10s %8s\n' "${s#*:}" "${ins[$st.upstream]}" "${ins[$st.ours]}" \
+			"$(ratio "${ins[$st.ours]}" "${ins[$st.upstream]}")"
+	done
+	echo "(client side, user space, callgrind, the difference of two run lengths; the server runs the same library)"
+fi

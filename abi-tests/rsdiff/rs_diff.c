@@ -1,0 +1,618 @@
+/*
+ * rs_diff.c — differential test of rsocket SEMANTICS on a real kernel (the
+ * soft-RoCE guest): what each call returns and which errno it sets on bad
+ * descriptors, in the wrong state, for unsupported options and lengths,
+ * what connect reports without a listener (blocking and not), how EOF,
+ * POLLHUP and errors show after a shutdown, after a close and after the peer
+ * process is killed. abi-tests/vm/tests.d/61-rsockets-diff.sh runs it with
+ * Debian's v44, upstream v65 and ours and compares the outputs
+ * (abi-tests/cm/compare.py; differences allowed only as documented in
+ * abi-tests/rsdiff/expected-diffs.txt).
+ *
+ * Server and client run in one process over rxe0 (192.0.2.1), the accept in
+ * a thread (upstream accepts a request only inside raccept); a peer that is
+ * to be killed is a forked process. Calls that crash some library (upstream
+ * trusts its arguments) run in a child process (IN_CHILD), so a crash is a
+ * result line. Nothing that differs per run is printed (descriptor
+ * numbers, ports chosen by the kernel).
+ *
+ *   rs_diff [CASE...]   every case, or the named ones
+ *   rs_diff --list      the case names
+ */
+#define _GNU_SOURCE
+#include "../common/harness.h"
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <rdma/rsocket.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define CASE_TIMEOUT 60
+#define ADDR "192.0.2.1"
+
+/* "  LABEL: fd" for a descriptor, else as R() */
+#define RFD(label, call)                                                \
+	({                                                              \
+		int _r;                                                 \
+		errno = 0;                                              \
+		_r = (call);                                            \
+		if (_r >= 0)                                            \
+			P("  %s: fd\n", label);                         \
+		else                                                    \
+			P("  %s: ret=-1 errno=%s\n", label, en(errno)); \
+		_r;                                                     \
+	})
+
+/* ssize_t calls */
+#define RS(label, call)                                                          \
+	({                                                                       \
+		ssize_t _r;                                                      \
+		errno = 0;                                                       \
+		_r = (call);                                                     \
+		if (_r == -1)                                                    \
+			P("  %s: ret=-1 errno=%s\n", label, en(errno));          \
+		else                                                             \
+			P("  %s: ret=%zd\n", label, _r);                         \
+		_r;                                                              \
+	})
+
+static int next_port = 7100;
+
+static void revents_str(short r)
+{
+	P("%s%s%s%s%s%s", r ? "" : "0", r & POLLIN ? "IN " : "", r & POLLOUT ? "OUT " : "",
+	  r & POLLHUP ? "HUP " : "", r & POLLERR ? "ERR " : "", r & POLLNVAL ? "NVAL " : "");
+}
+
+/* "  LABEL: ret=N revents=..." after rpoll of one descriptor */
+static int poll1(const char *label, int fd, short events, int timeout)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int r;
+
+	errno = 0;
+	r = rpoll(&p, 1, timeout);
+	if (r < 0)
+		P("  %s: ret=-1 errno=%s\n", label, en(errno));
+	else {
+		P("  %s: ret=%d revents=", label, r);
+		revents_str(p.revents);
+		P("\n");
+	}
+	return p.revents;
+}
+
+/* Wait (at most ms) until rpoll shows any of `events` (or an error). */
+static short poll_until(int fd, short events, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		p.revents = 0;
+		if (rpoll(&p, 1, 100) < 0)
+			return POLLNVAL;
+		if (p.revents)
+			return p.revents;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
+			return 0;
+	}
+}
+
+static int listener(int port)
+{
+	struct sockaddr_storage ss;
+	int one = 1, l;
+
+	sa_set(&ss, ADDR, port);
+	l = rsocket(AF_INET, SOCK_STREAM, 0);
+	if (l < 0)
+		return -1;
+	rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (rbind(l, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)) || rlisten(l, 8)) {
+		rclose(l);
+		return -1;
+	}
+	return l;
+}
+
+struct acc {
+	int l, fd;
+};
+
+static void *accept_thread(void *arg)
+{
+	struct acc *a = arg;
+
+	a->fd = raccept(a->l, NULL, NULL);
+	return NULL;
+}
+
+/* A connected pair (blocking client): *srv and *cli; 0 on success. Prints
+ * one line "  pair: ok" or what failed. */
+static int pair(int *lst, int *srv, int *cli)
+{
+	struct sockaddr_storage ss;
+	struct acc a;
+	pthread_t t;
+	int port = next_port++, r;
+
+	*srv = *cli = -1;
+	a.l = *lst = listener(port);
+	if (a.l < 0) {
+		P("  pair: listener failed errno=%s\n", en(errno));
+		return -1;
+	}
+	a.fd = -1;
+	pthread_create(&t, NULL, accept_thread, &a);
+	sa_set(&ss, ADDR, port);
+	*cli = rsocket(AF_INET, SOCK_STREAM, 0);
+	r = rconnect(*cli, (struct sockaddr *)&ss, sizeof(struct sockaddr_in));
+	int e = errno;
+	pthread_join(t, NULL);
+	*srv = a.fd;
+	if (r || *srv < 0) {
+		P("  pair: connect ret=%d errno=%s, accept %s\n", r, en(e), *srv < 0 ? "failed" : "ok");
+		return -1;
+	}
+	P("  pair: ok\n");
+	return 0;
+}
+
+static void c_socket_args(void)
+{
+	int fd, fl;
+
+	next_port = 7100;
+
+	RFD("AF_UNIX stream", rsocket(AF_UNIX, SOCK_STREAM, 0));
+	RFD("AF_INET raw", rsocket(AF_INET, SOCK_RAW, 0));
+	RFD("AF_INET seqpacket", rsocket(AF_INET, SOCK_SEQPACKET, 0));
+	RFD("stream, protocol UDP", rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP));
+	RFD("stream, protocol 99", rsocket(AF_INET, SOCK_STREAM, 99));
+	fd = RFD("AF_INET6 stream, protocol TCP", rsocket(AF_INET6, SOCK_STREAM, IPPROTO_TCP));
+	if (fd >= 0)
+		rclose(fd);
+	fd = RFD("stream | NONBLOCK | CLOEXEC", rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+	if (fd < 0)
+		return;
+	fl = R("F_GETFL", rfcntl(fd, F_GETFL));
+	P("    O_NONBLOCK %s\n", fl >= 0 && (fl & O_NONBLOCK) ? "set" : "clear");
+	R("F_GETFD", rfcntl(fd, F_GETFD));
+	R("F_SETFL 0", rfcntl(fd, F_SETFL, 0));
+	R("F_GETFL again", rfcntl(fd, F_GETFL));
+	R("F_SETFD 0", rfcntl(fd, F_SETFD, 0));
+	R("F_GETFD again", rfcntl(fd, F_GETFD));
+	R("F_DUPFD", rfcntl(fd, F_DUPFD, 0));
+	R("F_GETOWN", rfcntl(fd, F_GETOWN));
+	R("rclose", rclose(fd));
+}
+
+/* Every call on a descriptor that is no rsocket (a pipe, a number far
+ * above any descriptor, -1); one rsocket exists meanwhile. */
+static void bad_fd_calls(const char *what, int fd)
+{
+	char b[16] = { 0 }, lbl[64];
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	int v = 1;
+	socklen_t vl = sizeof v;
+
+#define L(s) (snprintf(lbl, sizeof lbl, "%s: %s", what, s), lbl)
+	sa_set(&ss, ADDR, 7000);
+	IN_CHILD(L("rrecv"), (int)rrecv(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD(L("rsend"), (int)rsend(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD(L("rread"), (int)rread(fd, b, sizeof b));
+	IN_CHILD(L("rwrite"), (int)rwrite(fd, b, sizeof b));
+	IN_CHILD(L("rbind"), rbind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)));
+	IN_CHILD(L("rlisten"), rlisten(fd, 1));
+	IN_CHILD(L("raccept"), raccept(fd, NULL, NULL));
+	IN_CHILD(L("rconnect"), rconnect(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)));
+	IN_CHILD(L("rshutdown"), rshutdown(fd, SHUT_RDWR));
+	IN_CHILD(L("rgetsockname"), rgetsockname(fd, (struct sockaddr *)&ss, &len));
+	IN_CHILD(L("rgetpeername"), rgetpeername(fd, (struct sockaddr *)&ss, &len));
+	IN_CHILD(L("rsetsockopt"), rsetsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof v));
+	IN_CHILD(L("rgetsockopt"), rgetsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, &vl));
+	IN_CHILD(L("rfcntl"), rfcntl(fd, F_GETFL));
+	IN_CHILD(L("riomap"), (int)riomap(fd, b, sizeof b, PROT_WRITE, 0, -1));
+	IN_CHILD(L("riounmap"), riounmap(fd, b, sizeof b));
+	IN_CHILD(L("riowrite"), (int)riowrite(fd, b, sizeof b, 0, 0));
+	IN_CHILD(L("rclose"), rclose(fd));
+#undef L
+}
+
+static void c_bad_fds(void)
+{
+	int p[2], keep;
+
+	next_port = 7120;
+
+	keep = rsocket(AF_INET, SOCK_STREAM, 0);
+	if (pipe(p))
+		return;
+	bad_fd_calls("pipe", p[0]);
+	bad_fd_calls("large", 1 << 20);
+	bad_fd_calls("negative", -1);
+	rclose(keep);
+}
+
+/* Calls on a socket that is not connected, in the states before. */
+static void c_unconnected(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	char b[16] = { 0 };
+	int fd, v;
+	socklen_t vl;
+
+	next_port = 7140;
+
+	fd = rsocket(AF_INET, SOCK_STREAM, 0);
+	len = sizeof ss;
+	if (R("fresh: rgetsockname", rgetsockname(fd, (struct sockaddr *)&ss, &len)) == 0)
+		P("    family %d len %u\n", ss.ss_family, len);
+	len = sizeof ss;
+	IN_CHILD("fresh: rgetpeername", rgetpeername(fd, (struct sockaddr *)&ss, &len));
+	IN_CHILD("fresh: rrecv", (int)rrecv(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD("fresh: rsend", (int)rsend(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD("fresh: raccept", raccept(fd, NULL, NULL));
+	IN_CHILD("fresh: riomap", (int)riomap(fd, b, sizeof b, PROT_WRITE, 0, -1));
+	IN_CHILD("fresh: rshutdown", rshutdown(fd, SHUT_RDWR));
+	IN_CHILD("fresh: rpoll", poll1("rpoll", fd, POLLIN | POLLOUT, 0));
+	vl = sizeof v;
+	v = -1;
+	if (R("fresh: SO_ERROR", rgetsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &vl)) == 0)
+		P("    value %d len %u\n", v, vl);
+	sa_set(&ss, ADDR, next_port);
+	R("bind", rbind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)));
+	R("bind again", rbind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)));
+	len = sizeof ss;
+	if (R("bound: rgetsockname", rgetsockname(fd, (struct sockaddr *)&ss, &len)) == 0) {
+		P("    len %u\n", len);
+		print_sa("address", (struct sockaddr *)&ss);
+	}
+	IN_CHILD("bound: rrecv", (int)rrecv(fd, b, sizeof b, MSG_DONTWAIT));
+	R("listen", rlisten(fd, 4));
+	R("listen again", rlisten(fd, 4));
+	IN_CHILD("listening: rrecv", (int)rrecv(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD("listening: rsend", (int)rsend(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD("listening: rconnect", rconnect(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)));
+	IN_CHILD("listening: rpoll", poll1("rpoll", fd, POLLIN | POLLOUT, 0));
+	rfcntl(fd, F_SETFL, O_NONBLOCK);
+	R("listening, non-blocking: raccept", raccept(fd, NULL, NULL));
+	R("rclose", rclose(fd));
+	IN_CHILD("closed: rclose again", rclose(fd));
+	next_port++;
+}
+
+/* Socket options: defaults, unsupported ones, bad lengths. */
+static void c_options(void)
+{
+
+	next_port = 7160;
+	struct {
+		const char *name;
+		int level, opt;
+	} o[] = {
+		{ "SO_REUSEADDR", SOL_SOCKET, SO_REUSEADDR },
+		{ "SO_KEEPALIVE", SOL_SOCKET, SO_KEEPALIVE },
+		{ "SO_OOBINLINE", SOL_SOCKET, SO_OOBINLINE },
+		{ "SO_ERROR", SOL_SOCKET, SO_ERROR },
+		{ "SO_BROADCAST", SOL_SOCKET, SO_BROADCAST },
+		{ "SO_TYPE", SOL_SOCKET, SO_TYPE },
+		{ "SO_LINGER", SOL_SOCKET, SO_LINGER },
+		{ "TCP_NODELAY", IPPROTO_TCP, TCP_NODELAY },
+		{ "TCP_MAXSEG", IPPROTO_TCP, TCP_MAXSEG },
+		{ "TCP_KEEPIDLE", IPPROTO_TCP, TCP_KEEPIDLE },
+		{ "TCP_KEEPINTVL", IPPROTO_TCP, TCP_KEEPINTVL },
+		{ "IPV6_V6ONLY", IPPROTO_IPV6, IPV6_V6ONLY },
+		{ "RDMA_SQSIZE", SOL_RDMA, RDMA_SQSIZE },
+		{ "RDMA_RQSIZE", SOL_RDMA, RDMA_RQSIZE },
+		{ "RDMA_INLINE", SOL_RDMA, RDMA_INLINE },
+		{ "RDMA_IOMAPSIZE", SOL_RDMA, RDMA_IOMAPSIZE },
+		{ "level 1234", 1234, 1 },
+	};
+	int fd = rsocket(AF_INET, SOCK_STREAM, 0), v;
+	socklen_t vl;
+	char lbl[80];
+	size_t i;
+
+	for (i = 0; i < sizeof o / sizeof o[0]; i++) {
+		v = -7;
+		vl = sizeof v;
+		snprintf(lbl, sizeof lbl, "get %s", o[i].name);
+		R(lbl, rgetsockopt(fd, o[i].level, o[i].opt, &v, &vl));
+		P("    value %d len %u\n", v, vl);
+		v = 1;
+		snprintf(lbl, sizeof lbl, "set %s 1", o[i].name);
+		R(lbl, rsetsockopt(fd, o[i].level, o[i].opt, &v, sizeof v));
+	}
+	v = 4096;
+	R("set SO_RCVBUF 4096", rsetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v));
+	R("set SO_SNDBUF 4096", rsetsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v));
+	vl = sizeof v;
+	if (R("get SO_RCVBUF", rgetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &vl)) == 0)
+		P("    value %d\n", v);
+	vl = sizeof v;
+	if (R("get SO_SNDBUF", rgetsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &vl)) == 0)
+		P("    value %d\n", v);
+	v = 100;
+	R("set RDMA_SQSIZE 100", rsetsockopt(fd, SOL_RDMA, RDMA_SQSIZE, &v, sizeof v));
+	vl = sizeof v;
+	if (R("get RDMA_SQSIZE", rgetsockopt(fd, SOL_RDMA, RDMA_SQSIZE, &v, &vl)) == 0)
+		P("    value %d\n", v);
+	v = 0;
+	R("set SO_KEEPALIVE 0", rsetsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof v));
+	vl = sizeof v;
+	if (R("get SO_KEEPALIVE after 0", rgetsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, &vl)) == 0)
+		P("    value %d\n", v);
+	rclose(fd);
+}
+
+static int connect_to(int port, int nonblock, int *fd)
+{
+	struct sockaddr_storage ss;
+
+	sa_set(&ss, ADDR, port);
+	*fd = rsocket(AF_INET, SOCK_STREAM, 0);
+	if (nonblock)
+		rfcntl(*fd, F_SETFL, O_NONBLOCK);
+	return rconnect(*fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in));
+}
+
+static int connect_to_again(int fd)
+{
+	struct sockaddr_storage ss;
+
+	sa_set(&ss, ADDR, next_port);
+	return rconnect(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in));
+}
+
+static void c_connect_refused(void)
+{
+	char b[8];
+	int fd, v;
+	socklen_t vl = sizeof v;
+	short r;
+
+	next_port = 7180;
+
+	R("blocking: rconnect", connect_to(next_port, 0, &fd));
+	v = -1;
+	R("blocking: SO_ERROR", rgetsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &vl));
+	P("    value %s\n", en(v));
+	IN_CHILD("blocking: rrecv after", (int)rrecv(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD("blocking: rconnect again", connect_to(next_port, 0, &fd));
+	rclose(fd);
+
+	R("non-blocking: rconnect", connect_to(next_port, 1, &fd));
+	r = poll_until(fd, POLLOUT, 5000);
+	P("  non-blocking: rpoll until ready: ");
+	revents_str(r);
+	P("\n");
+	vl = sizeof v;
+	v = -1;
+	R("non-blocking: SO_ERROR", rgetsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &vl));
+	P("    value %s\n", en(v));
+	vl = sizeof v;
+	v = -1;
+	R("non-blocking: SO_ERROR again", rgetsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &vl));
+	P("    value %s\n", en(v));
+	IN_CHILD("non-blocking: rconnect again", rconnect(fd, NULL, 0));
+	rclose(fd);
+	next_port++;
+}
+
+static void c_nonblocking(void)
+{
+	int l, fd, srv, v;
+	socklen_t vl = sizeof v;
+	char b[64];
+	short r;
+
+	next_port = 7200;
+	l = listener(next_port);
+
+	R("listener non-blocking", rfcntl(l, F_SETFL, O_NONBLOCK));
+	R("raccept with nothing", raccept(l, NULL, NULL));
+	R("rconnect", connect_to(next_port, 1, &fd));
+	R("rrecv while connecting", (int)rrecv(fd, b, sizeof b, 0));
+	/* the listener readable once a connection waits */
+	r = poll_until(l, POLLIN, 10000);
+	P("  listener rpoll until ready: ");
+	revents_str(r);
+	P("\n");
+	srv = RFD("raccept", raccept(l, NULL, NULL));
+	r = poll_until(fd, POLLOUT, 10000);
+	P("  client rpoll until writable: ");
+	revents_str(r);
+	P("\n");
+	v = -1;
+	R("SO_ERROR", rgetsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &vl));
+	P("    value %s\n", en(v));
+	R("rconnect again", connect_to_again(fd));
+	RS("rrecv nothing", rrecv(fd, b, sizeof b, 0));
+	RS("rrecv nothing, MSG_DONTWAIT", rrecv(fd, b, sizeof b, MSG_DONTWAIT));
+	RS("server rsend 10", rsend(srv, "0123456789", 10, 0));
+	r = poll_until(fd, POLLIN, 5000);
+	P("  client rpoll until readable: ");
+	revents_str(r);
+	P("\n");
+	RS("rrecv MSG_PEEK 4", rrecv(fd, b, 4, MSG_PEEK));
+	RS("rrecv 64", rrecv(fd, b, sizeof b, 0));
+	P("    data %.10s\n", b);
+	RS("rrecv nothing again", rrecv(fd, b, sizeof b, 0));
+	rclose(srv);
+	/*
+	 * Teardown, not compared. v65 hands both connected sockets to its
+	 * connect-service thread, which handles the peer's DISCONNECTED event
+	 * while rclose(fd)'s shutdown drains the same socket: one CI run saw
+	 * v65 die of SIGSEGV here. Waiting until the client has seen the end
+	 * of the connection leaves that thread nothing to race with.
+	 */
+	(void)poll_until(fd, POLLIN, 5000);
+	usleep(200000);
+	rclose(fd);
+	rclose(l);
+	next_port++;
+}
+
+/* Half-close and close: EOF, revents, sends afterwards. */
+static void c_shutdown(void)
+{
+	int l, srv, cli;
+	char b[128];
+
+	next_port = 7220;
+
+	if (pair(&l, &srv, &cli))
+		return;
+	memset(b, 'x', sizeof b);
+	RS("client rsend 100", rsend(cli, b, 100, 0));
+	R("client rshutdown SHUT_WR", rshutdown(cli, SHUT_WR));
+	RS("server rrecv", rrecv(srv, b, sizeof b, MSG_WAITALL));
+	RS("server rrecv at EOF", rrecv(srv, b, sizeof b, 0));
+	poll1("server rpoll at EOF", srv, POLLIN | POLLOUT, 1000);
+	RS("server rsend 10", rsend(srv, b, 10, 0));
+	RS("client rrecv", rrecv(cli, b, 10, MSG_WAITALL));
+	RS("client rsend after SHUT_WR", rsend(cli, b, 10, MSG_DONTWAIT));
+	R("server rshutdown SHUT_RDWR", rshutdown(srv, SHUT_RDWR));
+	RS("client rrecv after the server's SHUT_RDWR", rrecv(cli, b, sizeof b, 0));
+	P("  client rpoll after: ");
+	revents_str(poll_until(cli, POLLIN, 3000));
+	P("\n");
+	RS("server rrecv after its SHUT_RDWR", rrecv(srv, b, sizeof b, MSG_DONTWAIT));
+	RS("server rsend after its SHUT_RDWR", rsend(srv, b, 10, MSG_DONTWAIT));
+	R("client rclose", rclose(cli));
+	R("server rclose", rclose(srv));
+	R("listener rclose", rclose(l));
+}
+
+/* The peer closes (rclose, without shutdown first). */
+static void c_peer_close(void)
+{
+	int l, srv, cli;
+	char b[64];
+
+	next_port = 7240;
+
+	if (pair(&l, &srv, &cli))
+		return;
+	RS("client rsend 5", rsend(cli, "hello", 5, 0));
+	R("client rclose", rclose(cli));
+	RS("server rrecv", rrecv(srv, b, sizeof b, 0));
+	RS("server rrecv at EOF", rrecv(srv, b, sizeof b, 0));
+	P("  server rpoll: ");
+	revents_str(poll_until(srv, POLLIN, 3000));
+	P("\n");
+	RS("server rsend", rsend(srv, b, 5, MSG_DONTWAIT));
+	R("server rclose", rclose(srv));
+	R("listener rclose", rclose(l));
+}
+
+/* The peer process is killed (SIGKILL) after sending. The peer is forked
+ * before this process has any rsocket (a child inherits none). */
+static void c_peer_killed(void)
+{
+	int l, srv, go[2], done[2];
+	char b[64];
+	pid_t pid;
+
+	next_port = 7260;
+	if (pipe(go) || pipe(done))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		int fd;
+
+		close(go[1]);
+		close(done[0]);
+		if (read(go[0], b, 1) == 1 && connect_to(7260, 0, &fd) == 0 && rsend(fd, "0123456789", 10, 0) == 10 &&
+		    write(done[1], "c", 1) == 1)
+			pause();
+		_exit(1);
+	}
+	close(go[0]);
+	close(done[1]);
+	l = listener(next_port);
+	if (l < 0 || write(go[1], "g", 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	srv = RFD("raccept", raccept(l, NULL, NULL));
+	RS("rrecv", rrecv(srv, b, 10, MSG_WAITALL));
+	P("  peer %s\n", read(done[0], b, 1) == 1 ? "sent" : "failed");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	P("  peer killed\n");
+	P("  rpoll until an event: ");
+	revents_str(poll_until(srv, POLLIN, 10000));
+	P("\n");
+	RS("rrecv after", rrecv(srv, b, sizeof b, MSG_DONTWAIT));
+	RS("rsend after", rsend(srv, b, 5, MSG_DONTWAIT));
+	R("rclose", rclose(srv));
+	R("listener rclose", rclose(l));
+}
+
+/* Names of both ends. */
+static void c_names(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int l, srv, cli;
+
+	next_port = 7280;
+
+	if (pair(&l, &srv, &cli))
+		return;
+	len = sizeof ss;
+	if (R("server rgetsockname", rgetsockname(srv, (struct sockaddr *)&ss, &len)) == 0) {
+		P("    len %u\n", len);
+		print_sa("address", (struct sockaddr *)&ss);
+	}
+	len = sizeof ss;
+	if (R("client rgetpeername", rgetpeername(cli, (struct sockaddr *)&ss, &len)) == 0) {
+		P("    len %u\n", len);
+		print_sa("address", (struct sockaddr *)&ss);
+	}
+	len = 4;
+	if (R("client rgetpeername, 4 bytes", rgetpeername(cli, (struct sockaddr *)&ss, &len)) == 0)
+		P("    len %u\n", len);
+	rclose(cli);
+	rclose(srv);
+	rclose(l);
+}
+
+static const struct tcase tcases[] = {
+	{ "socket-args", c_socket_args },
+	{ "bad-fds", c_bad_fds },
+	{ "unconnected", c_unconnected },
+	{ "options", c_options },
+	{ "connect-refused", c_connect_refused },
+	{ "nonblocking", c_nonblocking },
+	{ "shutdown", c_shutdown },
+	{ "peer-close", c_peer_close },
+	{ "peer-killed", c_peer_killed },
+	{ "names", c_names },
+};
+
+int main(int argc, char **argv)
+{
+	struct harness h = {
+		.prog = "rs_diff",
+		.cases = tcases,
+		.ncases = sizeof tcases / sizeof tcases[0],
+		.timeout = CASE_TIMEOUT,
+		.in_child_timeout = 10,
+	};
+	return harness_main(&h, argc, argv);
+}

@@ -1,0 +1,681 @@
+/*
+ * rs_extra.c — what our rsockets do better than upstream's, checked on a
+ * real kernel with OUR library only (abi-tests/vm/tests.d/63-rsockets-extra.sh
+ * runs it with LD_LIBRARY_PATH): each case prints "ok   NAME ..." or
+ * "FAIL NAME: why", and the program ends with "N passed, M failed".
+ *
+ *   plain-poll       an rsocket descriptor in plain poll(2), epoll(7) and
+ *                    select(2): writable at once, readable when data
+ *                    arrives (no library call in between), not readable
+ *                    once read, readable and hung up after the peer's
+ *                    shutdown
+ *   close-bounded    rclose of a blocking socket whose peer was killed with
+ *                    sends outstanding returns within its 2 s drain; a
+ *                    non-blocking socket's rclose returns at once
+ *   unaccepted-freed a connection the application never raccept()ed is
+ *                    closed (the client sees EOF) and its resources freed
+ *                    when the listener is closed
+ *   accept-parallel  a client that stops in the middle of its handshake
+ *                    does not hold up raccept for the next client
+ *   high-fd          descriptors above 65535 work (connect, send, receive)
+ *   cycles           1000 connect / 1 KiB exchange / close cycles from 8
+ *                    threads against one listener: no failure, no hang, no
+ *                    descriptor or CM id left behind
+ *
+ *   rs_extra [CASE...]
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rsocket.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ADDR "192.0.2.1"
+
+static int passed, failed;
+static char why[512];
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why[0])
+		return; /* the first reason counts */
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void sin_of(struct sockaddr_in *sin, int port)
+{
+	memset(sin, 0, sizeof *sin);
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(port);
+	inet_pton(AF_INET, ADDR, &sin->sin_addr);
+}
+
+static int listener(int port)
+{
+	struct sockaddr_in sin;
+	int one = 1, l = rsocket(AF_INET, SOCK_STREAM, 0);
+
+	sin_of(&sin, port);
+	if (l < 0)
+		return -1;
+	rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (rbind(l, (struct sockaddr *)&sin, sizeof sin) || rlisten(l, 64)) {
+		rclose(l);
+		return -1;
+	}
+	return l;
+}
+
+static int connect_to(int port)
+{
+	struct sockaddr_in sin;
+	int fd = rsocket(AF_INET, SOCK_STREAM, 0);
+
+	sin_of(&sin, port);
+	if (fd >= 0 && rconnect(fd, (struct sockaddr *)&sin, sizeof sin)) {
+		int e = errno;
+		rclose(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+struct acc {
+	int l, fd;
+};
+
+static void *accept_one(void *arg)
+{
+	struct acc *a = arg;
+
+	a->fd = raccept(a->l, NULL, NULL);
+	return NULL;
+}
+
+static int pair(int port, int *l, int *srv, int *cli)
+{
+	struct acc a;
+	pthread_t t;
+
+	*l = a.l = listener(port);
+	if (a.l < 0)
+		return -1;
+	a.fd = -1;
+	pthread_create(&t, NULL, accept_one, &a);
+	*cli = connect_to(port);
+	pthread_join(t, NULL);
+	*srv = a.fd;
+	return (*cli < 0 || *srv < 0) ? -1 : 0;
+}
+
+/* Descriptors and CM ids of this process (to see nothing is left). */
+static int count_fds(void)
+{
+	char p[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 70000; fd++) {
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		if (fcntl(fd, F_GETFD) >= 0)
+			n++;
+	}
+	return n;
+}
+
+static int count_cm_ids(void)
+{
+	char cmd[128], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof cmd, "rdma res show cm_id 2>/dev/null");
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	snprintf(cmd, sizeof cmd, " pid %d ", (int)getpid());
+	while (fgets(line, sizeof line, f))
+		if (strstr(line, cmd))
+			n++;
+	pclose(f);
+	return n;
+}
+
+/* ---- plain-poll ---- */
+
+static short plain_poll(int fd, short events, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	return poll(&p, 1, ms) > 0 ? p.revents : 0;
+}
+
+static void c_plain_poll(void)
+{
+	int l, srv, cli, ep;
+	char b[64];
+	short r;
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	fd_set rs;
+	struct timeval tv;
+
+	if (pair(7400, &l, &srv, &cli)) {
+		fail("no connection (errno %d)", errno);
+		return;
+	}
+	if (!(plain_poll(cli, POLLOUT, 2000) & POLLOUT))
+		fail("a connected socket is not writable in poll()");
+	if (plain_poll(cli, POLLIN, 100) & POLLIN)
+		fail("readable before any data");
+	/* data: poll() must wake without a library call on cli */
+	rsend(srv, "0123456789", 10, 0);
+	r = plain_poll(cli, POLLIN, 5000);
+	if (!(r & POLLIN))
+		fail("poll(): data sent, descriptor not readable within 5 s (revents %#x)", r);
+	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 10)
+		fail("rrecv after poll() did not return the 10 bytes");
+	if (plain_poll(cli, POLLIN, 200) & POLLIN)
+		fail("still readable after everything was read");
+	/* epoll */
+	ep = epoll_create1(0);
+	ev.data.fd = cli;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, cli, &ev))
+		fail("epoll_ctl ADD of an rsocket: errno %d", errno);
+	if (epoll_wait(ep, &out, 1, 100) != 0)
+		fail("epoll: readable before data");
+	rsend(srv, "abc", 3, 0);
+	if (epoll_wait(ep, &out, 1, 5000) != 1 || !(out.events & EPOLLIN))
+		fail("epoll: data sent, no EPOLLIN within 5 s");
+	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 3)
+		fail("rrecv after epoll did not return the 3 bytes");
+	close(ep);
+	/* select */
+	rsend(srv, "xy", 2, 0);
+	FD_ZERO(&rs);
+	FD_SET(cli, &rs);
+	tv.tv_sec = 5;
+	tv.tv_usec = 0;
+	if (select(cli + 1, &rs, NULL, NULL, &tv) != 1 || !FD_ISSET(cli, &rs))
+		fail("select: data sent, not readable within 5 s");
+	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 2)
+		fail("rrecv after select did not return the 2 bytes");
+	/* the peer shuts down: readable (EOF) and hung up */
+	rshutdown(srv, SHUT_RDWR);
+	r = plain_poll(cli, POLLIN, 5000);
+	if (!(r & POLLIN) || !(r & POLLHUP))
+		fail("after the peer's shutdown poll() gives revents %#x, not POLLIN|POLLHUP", r);
+	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 0)
+		fail("rrecv after the peer's shutdown is not EOF");
+	rclose(cli);
+	rclose(srv);
+	rclose(l);
+}
+
+/* ---- close-bounded ---- */
+
+/* A peer process that connects to PORT, reads nothing, and waits to be
+ * killed; returns its pid once connected (-1 on failure). */
+static pid_t silent_peer(int port)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		alarm(30);
+		int fd = connect_to(port);
+		if (fd < 0 || write(p[1], "c", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+static void c_close_bounded(void)
+{
+	static char big[1 << 20];
+	int l, fd, nb;
+	pid_t pid;
+	double t;
+
+	/* the peers are forked before this process has an rsocket */
+	l = -1;
+	for (nb = 0; nb < 2; nb++) {
+		int port = 7420 + nb;
+		int go[2];
+		if (pipe(go))
+			return;
+		pid = fork();
+		if (pid == 0) {
+			char c;
+			close(go[1]);
+			if (read(go[0], &c, 1) != 1)
+				_exit(1);
+			alarm(30);
+			int s = connect_to(port);
+			if (s < 0)
+				_exit(1);
+			for (;;)
+				pause();
+		}
+		close(go[0]);
+		l = listener(port);
+		if (l < 0 || write(go[1], "g", 1) != 1) {
+			kill(pid, SIGKILL);
+			fail("no listener");
+			return;
+		}
+		close(go[1]);
+		fd = raccept(l, NULL, NULL);
+		if (fd < 0) {
+			kill(pid, SIGKILL);
+			fail("raccept failed (errno %d)", errno);
+			return;
+		}
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		if (nb)
+			rfcntl(fd, F_SETFL, O_NONBLOCK);
+		/* sends that will not complete: the peer is gone */
+		rsend(fd, big, sizeof big, MSG_DONTWAIT);
+		t = now_ms();
+		rclose(fd);
+		t = now_ms() - t;
+		if (!nb && t > 3000)
+			fail("blocking rclose took %.0f ms (bound: 2 s drain)", t);
+		if (nb && t > 500)
+			fail("non-blocking rclose took %.0f ms", t);
+		printf("# %s rclose with the peer killed: %.0f ms\n", nb ? "non-blocking" : "blocking", t);
+		rclose(l);
+	}
+	(void)silent_peer;
+}
+
+/* ---- unaccepted-freed ---- */
+
+static void c_unaccepted_freed(void)
+{
+	int go[2], res[2], l, ids;
+	pid_t pid;
+	char c = 0;
+	double t;
+
+	if (pipe(go) || pipe(res))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		char b[8];
+		close(go[1]);
+		close(res[0]);
+		if (read(go[0], b, 1) != 1)
+			_exit(1);
+		alarm(30);
+		int fd = connect_to(7440);
+		if (fd < 0 || write(res[1], "c", 1) != 1)
+			_exit(2);
+		/* EOF (0) or an error once the listener is gone */
+		ssize_t n = rrecv(fd, b, sizeof b, 0);
+		_exit(n <= 0 ? 0 : 3);
+	}
+	close(go[0]);
+	close(res[1]);
+	l = listener(7440);
+	if (l < 0 || write(go[1], "g", 1) != 1 || read(res[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		fail("the client did not connect");
+		return;
+	}
+	/* connected, never accepted by the application */
+	usleep(200000);
+	rclose(l);
+	int st = 0;
+	t = now_ms();
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (now_ms() - t > 10000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail("the client still waits 10 s after the listener was closed");
+			break;
+		}
+		usleep(50000);
+	}
+	if (!why[0] && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
+		fail("the client ended with status %#x (not EOF)", st);
+	t = now_ms();
+	while ((ids = count_cm_ids()) > 0 && now_ms() - t < 5000)
+		usleep(100000);
+	if (ids != 0)
+		fail("%d CM ids of this process are left after closing the listener", ids);
+}
+
+/* ---- accept-parallel ---- */
+
+/* rsocket connection data (docs/rsockets.md): version 1, credits, an
+ * (unused) SGL and buffer; enough for a server to accept. */
+static void conn_data(unsigned char *b)
+{
+	memset(b, 0, 40);
+	b[0] = 1;
+	b[1] = 2;
+	b[3] = 16;   /* credits 16, big-endian */
+	b[23] = 2;   /* target SGL: 2 entries */
+	b[38] = 0x10; /* data buffer 4096 bytes */
+}
+
+static void c_accept_parallel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL;
+	struct rdma_cm_event *e;
+	struct rdma_conn_param p = { 0 };
+	struct ibv_qp_init_attr qa = { 0 };
+	struct sockaddr_in sin;
+	unsigned char pd[40];
+	struct acc a;
+	pthread_t t;
+	int l, cli;
+
+	l = listener(7460);
+	if (!ch || l < 0 || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
+		fail("setup failed");
+		return;
+	}
+	/* a raw client that sends its request and then stops: it never reads
+	 * the reply, so its side never completes the handshake */
+	sin_of(&sin, 7460);
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000) || rdma_get_cm_event(ch, &e)) {
+		fail("resolve_addr failed");
+		return;
+	}
+	rdma_ack_cm_event(e);
+	if (rdma_resolve_route(id, 2000) || rdma_get_cm_event(ch, &e)) {
+		fail("resolve_route failed");
+		return;
+	}
+	rdma_ack_cm_event(e);
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	qa.qp_type = IBV_QPT_RC;
+	if (rdma_create_qp(id, NULL, &qa)) {
+		fail("create_qp failed");
+		return;
+	}
+	conn_data(pd);
+	p.private_data = pd;
+	p.private_data_len = sizeof pd;
+	p.responder_resources = p.initiator_depth = 1;
+	p.retry_count = p.rnr_retry_count = 7;
+	if (rdma_connect(id, &p)) {
+		fail("raw connect failed");
+		return;
+	}
+	usleep(300000);
+	/* a good client now: raccept must hand it over */
+	a.l = l;
+	a.fd = -1;
+	pthread_create(&t, NULL, accept_one, &a);
+	double t0 = now_ms();
+	cli = connect_to(7460);
+	pthread_join(t, NULL);
+	if (cli < 0 || a.fd < 0)
+		fail("the second client was not accepted (connect errno %d)", errno);
+	else if (rsend(cli, "ok", 2, 0) != 2 || rrecv(a.fd, pd, 2, MSG_WAITALL) != 2)
+		fail("no data over the second connection");
+	printf("# second client accepted after %.0f ms while the first is stuck\n", now_ms() - t0);
+	rclose(cli);
+	rclose(a.fd);
+	rclose(l);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+/* ---- high-fd ---- */
+
+static void c_high_fd(void)
+{
+	struct rlimit rl = { 70000, 70000 };
+	int l, srv, cli, n = 0, lo;
+	char b[16];
+
+	if (setrlimit(RLIMIT_NOFILE, &rl)) {
+		fail("cannot raise RLIMIT_NOFILE to 70000 (errno %d)", errno);
+		return;
+	}
+	static unsigned char mine[65600];
+	lo = open("/dev/null", O_RDONLY);
+	/* use up every descriptor below 65600 */
+	for (int fd = lo + 1; fd < 65600; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && dup2(lo, fd) == fd)
+			mine[fd] = 1, n++;
+	if (pair(7480, &l, &srv, &cli)) {
+		fail("no connection with descriptors above 65535 (errno %d)", errno);
+		return;
+	}
+	if (cli < 65536 || srv < 65536 || l < 65536)
+		fail("descriptors %d/%d/%d not above 65535", l, srv, cli);
+	if (rsend(cli, "high", 4, 0) != 4 || rrecv(srv, b, 4, MSG_WAITALL) != 4 || memcmp(b, "high", 4))
+		fail("no data over descriptors above 65535");
+	printf("# listener %d, server %d, client %d\n", l, srv, cli);
+	rclose(cli);
+	rclose(srv);
+	rclose(l);
+	for (int fd = lo + 1; fd < 65600; fd++)
+		if (mine[fd])
+			close(fd);
+	(void)n;
+}
+
+/* ---- cycles ---- */
+
+#define THREADS 8
+static int CYCLES = 1000;
+
+static int cyc_port = 7500, cyc_fail;
+static pthread_mutex_t cyc_mut = PTHREAD_MUTEX_INITIALIZER;
+
+static volatile int clients_done;
+
+static void *server_loop(void *arg)
+{
+	int l = *(int *)arg;
+	char b[1024];
+
+	for (int i = 0; i < CYCLES; i++) {
+		struct pollfd p = { .fd = l, .events = POLLIN };
+		while (!clients_done && rpoll(&p, 1, 500) == 0)
+			;
+		if (!(p.revents & POLLIN))
+			break; /* the clients are done: no more connections */
+		int fd = raccept(l, NULL, NULL);
+		if (fd < 0) {
+			pthread_mutex_lock(&cyc_mut);
+			cyc_fail++;
+			pthread_mutex_unlock(&cyc_mut);
+			continue;
+		}
+		if (rrecv(fd, b, sizeof b, MSG_WAITALL) != sizeof b || rsend(fd, b, sizeof b, 0) != sizeof b) {
+			pthread_mutex_lock(&cyc_mut);
+			cyc_fail++;
+			pthread_mutex_unlock(&cyc_mut);
+		}
+		rclose(fd);
+		if (getenv("RS_CYCLES_VERBOSE") && i % 50 == 0)
+			printf("# server: %d\n", i);
+	}
+	return NULL;
+}
+
+static void *client_loop(void *arg)
+{
+	char b[1024], c[1024];
+	(void)arg;
+
+	memset(b, 'r', sizeof b);
+	for (int i = 0; i < CYCLES / THREADS; i++) {
+		int fd = connect_to(cyc_port), e = errno;
+		const char *stage = fd < 0 ? "connect" : NULL;
+		ssize_t n = 0;
+		if (!stage && rsend(fd, b, sizeof b, 0) != sizeof b)
+			stage = "send", e = errno;
+		if (!stage && (n = rrecv(fd, c, sizeof c, MSG_WAITALL)) != sizeof c)
+			stage = "recv", e = errno;
+		if (!stage && memcmp(b, c, sizeof b))
+			stage = "compare";
+		if (fd >= 0)
+			rclose(fd);
+		if (stage) {
+			pthread_mutex_lock(&cyc_mut);
+			if (cyc_fail++ < 5)
+				printf("# cycle failed at %s: errno %d (%s), received %zd\n", stage, e, strerror(e), n);
+			if (cyc_fail == 1 && getenv("RS_CYCLES_VERBOSE") &&
+			    system("ls -l /proc/$PPID/fd/ | awk '{ sub(/:.*/, \"\", $NF); print $NF }' | sort | uniq -c")) {
+			}
+			pthread_mutex_unlock(&cyc_mut);
+		}
+	}
+	return NULL;
+}
+
+static void c_cycles(void)
+{
+	pthread_t s, c[THREADS];
+	int l, fds0, fds1, ids = -1;
+
+	if (getenv("RS_CYCLES"))
+		CYCLES = atoi(getenv("RS_CYCLES")) / THREADS * THREADS;
+	double t = now_ms();
+
+	/* a warm-up connection first, so the library's own descriptors (the
+	 * device context) exist before counting */
+	int wl, ws, wc;
+	if (pair(cyc_port - 1, &wl, &ws, &wc)) {
+		fail("warm-up connection failed");
+		return;
+	}
+	rclose(wc);
+	rclose(ws);
+	rclose(wl);
+	fds0 = count_fds();
+	l = listener(cyc_port);
+	if (l < 0) {
+		fail("no listener");
+		return;
+	}
+	pthread_create(&s, NULL, server_loop, &l);
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&c[i], NULL, client_loop, NULL);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(c[i], NULL);
+	clients_done = 1;
+	pthread_join(s, NULL);
+	rclose(l);
+	fds1 = count_fds();
+	for (int i = 0; i < 50 && (ids = count_cm_ids()) > 0; i++)
+		usleep(100000);
+	printf("# %d cycles from %d threads in %.1f s\n", CYCLES, THREADS, (now_ms() - t) / 1000);
+	if (cyc_fail)
+		fail("%d of %d cycles failed", cyc_fail, CYCLES);
+	if (fds1 > fds0) {
+		fail("descriptors: %d before, %d after", fds0, fds1);
+		if (getenv("RS_CYCLES_VERBOSE"))
+			if (system("ls -l /proc/$PPID/fd/ 2>&1 | tail -n +2; grep -i threads /proc/$PPID/status")) {}
+	}
+	if (ids != 0)
+		fail("%d CM ids left", ids);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+	int timeout;
+} cases[] = {
+	{ "plain-poll", c_plain_poll, 60 },	    { "close-bounded", c_close_bounded, 60 },
+	{ "unaccepted-freed", c_unaccepted_freed, 60 }, { "accept-parallel", c_accept_parallel, 60 },
+	{ "high-fd", c_high_fd, 60 },		    { "cycles", c_cycles, 240 },
+};
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int want = argc < 2, st;
+		for (int a = 1; a < argc; a++)
+			want |= !strcmp(argv[a], cases[i].name);
+		if (!want)
+			continue;
+		/* each case in its own process, with a hard time limit */
+		int p[2];
+		if (pipe(p))
+			return 1;
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(p[0]);
+			alarm(cases[i].timeout);
+			why[0] = 0;
+			cases[i].fn();
+			if (write(p[1], why, strlen(why) + 1) < 0)
+				_exit(1);
+			_exit(0);
+		}
+		close(p[1]);
+		char r[sizeof why] = { 0 };
+		ssize_t n = read(p[0], r, sizeof r - 1);
+		close(p[0]);
+		waitpid(pid, &st, 0);
+		if (n <= 0 && WIFSIGNALED(st))
+			snprintf(r, sizeof r, "killed by signal %d%s", WTERMSIG(st),
+				 WTERMSIG(st) == SIGALRM ? " (hung past its time limit)" : "");
+		else if (n <= 0)
+			snprintf(r, sizeof r, "ended without a result (status %#x)", st);
+		if (r[0]) {
+			printf("FAIL %s: %s\n", cases[i].name, r);
+			failed++;
+		} else {
+			printf("ok   %s\n", cases[i].name);
+			passed++;
+		}
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
