@@ -412,6 +412,7 @@ fn send_ctrl<'a>(
         let busy = g.conn.as_ref().is_some_and(|c| !c.sends_idle() || !c.flow.ctrl_free());
         if busy && g.phase == Phase::Connected {
             g.deferred_ctrl = Some(ctrl);
+            g.deferred_idle_since = None;
             if engine::defer_ctrl(s.clone()).is_ok() {
                 return g;
             }

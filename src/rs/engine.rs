@@ -42,6 +42,14 @@ const CONN_RETRIES: u32 = 6;
 /// How long a close waits for its sends to finish (then the connection is
 /// torn down anyway).
 pub(crate) const CLOSE_DRAIN_MS: u64 = 2000;
+/// A deferred SHUTDOWN/DISCONNECT goes this long after the data before it
+/// completed. The completion means the data is in the peer's memory, not
+/// that the peer's application took it in; an upstream peer's rpoll
+/// reports POLLHUP as soon as it has seen the disconnect, data unread or
+/// not, and rstream `-T a` stops there. The grace lets a peer that is
+/// waiting for that data take it first (without it, rstream `-T a` with an
+/// upstream client lost its last transfer about once in a full test run).
+pub(crate) const CTRL_GRACE_MS: u64 = 100;
 
 pub struct Engine {
     ch: Shared<Channel>,
@@ -214,9 +222,10 @@ pub fn defer_ctrl(s: Shared<RSocket>) -> Result<()> {
     Ok(())
 }
 
-/// The deferred control messages whose data has completed are posted
-/// (the others are looked at again next tick); whether any still wait.
-fn post_deferred() -> bool {
+/// The deferred control messages whose data completed at least
+/// `CTRL_GRACE_MS` ago are posted (the others are looked at again next
+/// tick); whether any still wait.
+fn post_deferred(now: u64) -> bool {
     // Taken out of the list first: a socket's lock is never taken under the
     // list's (defer_ctrl takes the list's under the socket's).
     let mut d = std::mem::take(&mut *DEFERRED.lock().unwrap_or_else(|e| e.into_inner()));
@@ -231,15 +240,23 @@ fn post_deferred() -> bool {
             g.deferred_ctrl = None;
             return false;
         }
-        let Some(c) = g.conn.as_mut() else {
+        let Some(idle) = g.conn.as_ref().map(|c| c.sends_idle() && c.flow.ctrl_free()) else {
             g.deferred_ctrl = None;
             return false;
         };
-        if !c.sends_idle() || !c.flow.ctrl_free() {
+        if !idle {
+            g.deferred_idle_since = None;
             return true;
         }
-        let _ = c.post_ctrl(ctrl);
+        let since = *g.deferred_idle_since.get_or_insert(now);
+        if now < since + CTRL_GRACE_MS {
+            return true;
+        }
+        if let Some(c) = g.conn.as_mut() {
+            let _ = c.post_ctrl(ctrl);
+        }
         g.deferred_ctrl = None;
+        g.deferred_idle_since = None;
         s.show(&mut g);
         false
     });
@@ -318,9 +335,9 @@ static AT_EXIT: extern "C" fn() = finish_closes_at_exit;
 
 fn run(e: &'static Engine) {
     let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 32];
-    let mut last_tick = 0;
+    let mut next_look = 0;
     loop {
-        let timeout = timers(e, &mut last_tick);
+        let timeout = timers(e, &mut next_look);
         // SAFETY: our epoll set; room for evs.len() events.
         let n = unsafe { libc::epoll_wait(e.ep.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, timeout) };
         for ev in &evs[..n.max(0) as usize] {
@@ -348,21 +365,33 @@ fn run(e: &'static Engine) {
 
 /// Keepalives that are due, closes that are done, completions to take
 /// over; the milliseconds until the next deadline (-1: none).
-fn timers(e: &Engine, last_tick: &mut u64) -> i32 {
+fn timers(e: &Engine, next_look: &mut u64) -> i32 {
     let now = e.now_ms();
     let mut next: Option<u64> = None;
-    // Hand-offs: looked at once a tick (the application must have stayed
-    // away a whole tick), however often the engine wakes.
-    let tick = socket::HANDOFF_TICK_MS as u64;
-    if now >= *last_tick + tick {
-        *last_tick = now;
+    // Hand-offs: each socket is looked at when its time comes
+    // (`RSocket::handoff_due`), however often the engine wakes; sockets
+    // that joined the list meanwhile within a tick.
+    if now >= *next_look {
+        let tick = socket::HANDOFF_TICK_MS as u64;
         let mut keep = socket::take_handoffs();
-        keep.retain(|s| !RSocket::handoff(s));
-        if socket::return_handoffs(keep) {
-            next = Some(now + tick);
+        let mut soonest = u64::MAX;
+        keep.retain(|s| match RSocket::handoff_due(s, now) {
+            Some(d) => {
+                soonest = soonest.min(d);
+                true
+            }
+            None => false,
+        });
+        let (waiting, arrived) = socket::return_handoffs(keep);
+        if arrived {
+            soonest = soonest.min(now + tick);
+        }
+        *next_look = if waiting { soonest.max(now + 1) } else { 0 };
+        if waiting {
+            next = Some(*next_look);
         }
     } else if socket::handoffs_waiting() {
-        next = Some(*last_tick + tick);
+        next = Some(*next_look);
     }
     let sockets: Vec<Shared<RSocket>> = {
         let k = KEEPALIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -387,7 +416,7 @@ fn timers(e: &Engine, last_tick: &mut u64) -> i32 {
         let d = g.keepalive_due.unwrap_or(now + period);
         next = Some(next.map_or(d, |n| n.min(d)));
     }
-    if post_deferred() {
+    if post_deferred(now) {
         let soon = now + 1;
         next = Some(next.map_or(soon, |n| n.min(soon)));
     }

@@ -113,8 +113,13 @@ impl Signal {
 
     fn drain(fd: RawFd) {
         let mut buf = [0u8; FILL * 2];
+        // A stream socket's recv takes all that is queued, up to the
+        // buffer's size: a shorter read (or none) leaves the queue empty,
+        // so one call usually does (not a second one to see EAGAIN).
         // SAFETY: buf is writable; non-blocking.
-        while unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) } > 0 {}
+        while unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) }
+            == buf.len() as isize
+        {}
     }
 
     /// Make the descriptor report `want`, from what it reports (`shown`,

@@ -16,7 +16,7 @@ use crate::cmem::Shared;
 use crate::error::{Error, Result};
 use crate::handle::Table;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Where a stream socket is in its life.
@@ -76,6 +76,9 @@ pub struct Inner {
     /// A non-blocking shutdown's control message (SHUTDOWN or DISCONNECT),
     /// posted by the engine once the data sent before it has completed.
     pub deferred_ctrl: Option<u32>,
+    /// When the engine first saw that data completed (engine ms): the
+    /// message goes `CTRL_GRACE_MS` later.
+    pub deferred_idle_since: Option<u64>,
 }
 
 pub struct RSocket {
@@ -100,6 +103,13 @@ pub struct RSocket {
     exits_seen: AtomicU32,
     /// In the engine's hand-off list.
     pending: AtomicBool,
+    /// How long (ms) the engine waits before it looks at the socket again
+    /// (`handoff_due`): 1, doubled each time the application turned out to
+    /// be back in a call, up to `HANDOFF_MAX_MS`; 1 again after a hand-off.
+    patience: AtomicU32,
+    /// When (engine ms) the engine looks at the socket next; 0: not yet
+    /// seen since it joined the list.
+    look_at: AtomicU64,
 }
 
 /// Sockets whose application left a call: the engine takes over their
@@ -108,6 +118,14 @@ static HANDOFF: Mutex<Vec<Shared<RSocket>>> = Mutex::new(Vec::new());
 
 /// How often the engine looks at the hand-off list while it is not empty.
 pub(crate) const HANDOFF_TICK_MS: i32 = 1;
+/// The longest the engine waits between two looks at one socket. An
+/// application that keeps calling in (a loop of non-blocking calls, or
+/// blocking calls back to back) is looked at less and less often: under
+/// emulation a wake-up of the engine each millisecond doubled rstream's
+/// ping-pong latency. The price: once such an application stops calling,
+/// the engine takes over within 2 × this (a peer's credits, and the
+/// descriptor's readiness, wait that long at most).
+pub(crate) const HANDOFF_MAX_MS: u32 = 16;
 
 /// The engine's epoll set (completion channels are registered one-shot,
 /// keyed by their descriptor) and its wake-up eventfd; -1 before.
@@ -186,6 +204,7 @@ impl RSocket {
                 closing: false,
                 eof_seen: false,
                 deferred_ctrl: None,
+                deferred_idle_since: None,
             }),
             active: AtomicU32::new(0),
             missed: AtomicBool::new(false),
@@ -193,6 +212,8 @@ impl RSocket {
             exits: AtomicU32::new(0),
             exits_seen: AtomicU32::new(0),
             pending: AtomicBool::new(false),
+            patience: AtomicU32::new(1),
+            look_at: AtomicU64::new(0),
         })?;
         BY_ID.insert(idkey, s.clone())?;
         if let Err(e) = SOCKETS.insert(s.fd() as usize, s.clone()) {
@@ -247,6 +268,14 @@ impl RSocket {
             false
         }
     }
+}
+
+/// What the engine's look at a socket in the hand-off list found.
+#[derive(PartialEq, Eq)]
+enum Handoff {
+    Done,
+    Back,
+    BackListed,
 }
 
 /// An application call in progress on a socket: on the way out, leftover
@@ -317,10 +346,40 @@ impl RSocket {
         }
     }
 
-    /// The engine's tick: hand the socket's completions over to the engine
-    /// if the application stayed out of calls since the last tick (true:
-    /// done, or nothing to hand over); false: look again next tick.
-    pub fn handoff(this: &Shared<RSocket>) -> bool {
+    /// The engine's look at a socket in the hand-off list at `now` (engine
+    /// ms): None when it is done with it (handed over, or nothing to hand
+    /// over); else when to look again. The application must have stayed
+    /// out of calls from one look to the next.
+    pub fn handoff_due(this: &Shared<RSocket>, now: u64) -> Option<u64> {
+        let due = this.look_at.load(Ordering::SeqCst);
+        if due == 0 {
+            // First look: count the application's calls from here.
+            this.exits_seen.store(this.exits.load(Ordering::SeqCst), Ordering::SeqCst);
+            let d = now + this.patience.load(Ordering::SeqCst) as u64;
+            this.look_at.store(d, Ordering::SeqCst);
+            return Some(d);
+        }
+        if now < due {
+            return Some(due);
+        }
+        let h = Self::handoff(this);
+        if h == Handoff::Done {
+            this.look_at.store(0, Ordering::SeqCst);
+            this.patience.store(1, Ordering::SeqCst);
+            return None;
+        }
+        let p = (this.patience.load(Ordering::SeqCst) * 2).min(HANDOFF_MAX_MS);
+        this.patience.store(p, Ordering::SeqCst);
+        this.look_at.store(now + p as u64, Ordering::SeqCst);
+        // Listed again meanwhile: that entry stays, this one goes.
+        (h == Handoff::Back).then_some(now + p as u64)
+    }
+
+    /// Hand the socket's completions over to the engine if the application
+    /// stayed out of calls since the last look (`Handoff::Done`, also when
+    /// there is nothing to hand over); else the application came back, and
+    /// whether its exit put the socket in the list again meanwhile.
+    fn handoff(this: &Shared<RSocket>) -> Handoff {
         this.pending.store(false, Ordering::SeqCst);
         let exits = this.exits.load(Ordering::SeqCst);
         if this.active.load(Ordering::SeqCst) == 0 && this.exits_seen.load(Ordering::SeqCst) == exits {
@@ -330,11 +389,15 @@ impl RSocket {
                 this.watch_enabled(&g);
                 this.show(&mut g);
             }
-            return true;
+            return Handoff::Done;
         }
         this.exits_seen.store(exits, Ordering::SeqCst);
         // Still in the list unless an exit meanwhile put it there again.
-        this.pending.swap(true, Ordering::SeqCst)
+        if this.pending.swap(true, Ordering::SeqCst) {
+            Handoff::BackListed
+        } else {
+            Handoff::Back
+        }
     }
 
     /// A thread is about to sleep on the completion channel itself: the
@@ -392,10 +455,12 @@ pub fn handoffs_waiting() -> bool {
     !HANDOFF.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
 }
 
-/// Put back the sockets to look at next tick (`keep`) and give the list's
-/// memory back; whether the list is not empty.
-pub fn return_handoffs(mut keep: Vec<Shared<RSocket>>) -> bool {
+/// Put back the sockets to look at later (`keep`) and give the list's
+/// memory back: whether the list is not empty, and whether sockets joined
+/// it meanwhile.
+pub fn return_handoffs(mut keep: Vec<Shared<RSocket>>) -> (bool, bool) {
     let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+    let arrived = !h.is_empty();
     if h.is_empty() {
         std::mem::swap(&mut *h, &mut keep);
     } else if h.try_reserve(keep.len()).is_ok() {
@@ -406,10 +471,11 @@ pub fn return_handoffs(mut keep: Vec<Shared<RSocket>>) -> bool {
         for s in keep {
             s.exits_seen.store(s.exits.load(Ordering::SeqCst), Ordering::SeqCst);
             RSocket::handoff(&s);
+            s.look_at.store(0, Ordering::SeqCst);
         }
         h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
     }
-    !h.is_empty()
+    (!h.is_empty(), arrived)
 }
 
 /// What the descriptor should report for this state (upstream's rpoll
