@@ -26,6 +26,13 @@ LD_LIBRARY_PATH=/tmp/ours ucmatose -c 10 >/tmp/ucmatose-server.log 2>&1 &
 sleep 2
 LD_LIBRARY_PATH=/tmp/ours ucmatose -c 10 -s 192.0.2.1 -b 192.0.2.1 2>&1 | sed 's/^/  /'
 wait
+echo
+echo "### rsockets: rstream, server on rdmacm-rs, client on Debian's librdmacm 44 (upstream's wire protocol; -T v checks the data)"
+LD_LIBRARY_PATH=/tmp/ours rstream -p 7472 -T v -S 10000 -C 100 >/tmp/rstream-server.log 2>&1 &
+sleep 2
+rstream -s 192.0.2.1 -p 7472 -T v -S 10000 -C 100 2>&1 | sed 's/^/  client: /'
+wait
+sed 's/^/  server: /' /tmp/rstream-server.log
 side "rdma_getaddrinfo(\"192.0.2.1\", \"7471\", {RAI_PASSIVE, RDMA_PS_TCP})" \
 	"build/abi-tests/gai_diff f-passive"
 side "rdma_getaddrinfo(\"fe80::2:c903:f:1234\", \"7471\", {RAI_FAMILY|RAI_NUMERICHOST, AF_IB, RDMA_PS_IB})" \
