@@ -34,12 +34,54 @@ run_lib() { # LABEL LIBDIR (empty: Debian's)
 	split_cases "$tmp/$l.out" "$tmp/$l"
 	echo "# rs_diff with $l: $((SECONDS - t0)) s"
 }
+# The config case once more, with upstream's configuration files present,
+# in a private mount namespace (the guest's /etc is the host's, read-only,
+# and stays as it is): /etc/rdma/rsocket/* for Debian's library and ours;
+# v65, built in place, reads ETC/rdma/rsocket under its build directory
+# (the path is in the library), so the same files go there. Each directory
+# is covered by a tmpfs copy of itself plus the files. Compared as case
+# "config-files".
+V65_ETC=$(tr '\0' '\n' <"$V65_DIR/librdmacm.so.1" | grep -m1 '^/.*/rdma/rsocket/polling_time$')
+V65_ETC=${V65_ETC%/rdma/rsocket/polling_time}
+conf_run() { # LABEL LIBDIR (empty: Debian's)
+	local l=$1 env=()
+	[ -n "$2" ] && env=(LD_LIBRARY_PATH="$2")
+	mkdir -p "$tmp/conf/$l"
+	unshare -m bash -c '
+		for m in /etc/rdma "$0"; do
+			[ -d "$m" ] || continue
+			# A copy of the directory plus rsocket/ (v65 also finds its
+			# libibverbs.d there), bound over it.
+			t=$(mktemp -d) && mount -t tmpfs none "$t" && cp -a "$m/." "$t/" || exit 1
+			if [ "$m" = /etc/rdma ]; then r=$t/rsocket; else r=$t/rdma/rsocket; fi
+			mkdir -p "$r" && cd "$r" &&
+			echo 200 >sqsize_default && echo 300 >rqsize_default && echo 100 >inline_default &&
+			echo 65536 >mem_default && echo 32768 >wmem_default && echo 300 >iomap_size &&
+			mount --bind "$t" "$m" || exit 1
+		done
+		cd / && exec "$@"' "${V65_ETC:-/nonexistent}" timeout -k 5 120 env "${env[@]}" "$REPO/$B/rs_diff" config \
+		>"$tmp/$l.conf.out" 2>>"$tmp/$l.err"
+	split_cases "$tmp/$l.conf.out" "$tmp/conf/$l"
+	mv "$tmp/conf/$l/config" "$tmp/conf/$l/config-files" 2>/dev/null
+}
 run_lib v44 ""
 run_lib v65 "$V65_DIR"
 run_lib ours "$OURS_DIR"
-COMPARE_REF=v65 python3 abi-tests/cm/compare.py "$tmp" "$KERNEL" abi-tests/rsdiff/expected-diffs.txt "${CASES[@]}" \
-	>"$tmp/compare.out" 2>&1
-grep -v '^counts ' "$tmp/compare.out"
-read -r _ p f k < <(grep '^counts ' "$tmp/compare.out" || echo "counts 0 1 0")
-pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + k))
+CONF_CASES=()
+if [ -d /etc/rdma ]; then
+	conf_run v44 ""
+	conf_run v65 "$V65_DIR"
+	conf_run ours "$OURS_DIR"
+	CONF_CASES=(config-files)
+else
+	skp "config-files: no /etc/rdma to mount over"
+fi
+compare() { # DIR CASE...
+	COMPARE_REF=v65 python3 abi-tests/cm/compare.py "$@" >"$tmp/compare.out" 2>&1
+	grep -v '^counts ' "$tmp/compare.out"
+	read -r _ p f k < <(grep '^counts ' "$tmp/compare.out" || echo "counts 0 1 0")
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + k))
+}
+compare "$tmp" "$KERNEL" abi-tests/rsdiff/expected-diffs.txt "${CASES[@]}"
+((${#CONF_CASES[@]})) && compare "$tmp/conf" "$KERNEL" abi-tests/rsdiff/expected-diffs.txt "${CONF_CASES[@]}"
 finish
