@@ -61,6 +61,7 @@ ORDER = [
     "rs::api",
     "rs::opts",
     "rs::poll",
+    "rs::repoll",
     "rs",
     "capi",
     "capi::*",

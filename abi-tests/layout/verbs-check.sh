@@ -74,6 +74,12 @@ if gcc -aux-info "$out/rsocket-upstream.aux" -fsyntax-only "$out/rsocket-probe.c
 else
 	bad "cannot read Debian's rsocket.h"
 fi
+# and v65's (the 27 plus repoll_create/ctl/wait of RDMACM_1.5)
+if [ -n "$S" ] && [ -e "$S/build/include/rdma/rsocket.h" ]; then
+	gcc -I"$S/build/include" -aux-info "$out/rsocket-v65.aux" -fsyntax-only "$out/rsocket-probe.c" &&
+		same_types "rdma-core ${S##*-}'s rsocket.h" '#include <rdma/rsocket.h>' "$out/rsocket-v65.aux" rsocket.h 30 ||
+		bad "cannot read $S's rsocket.h"
+fi
 for std in "cc -x c" "c++ -x c++"; do
 	if $std -fsyntax-only -Wall -Wextra -Werror -Iinclude - <<<"#include <rdma/rsocket.h>
 #include <rdma/rsocket.h>"; then ok; else bad "rsocket.h standalone ($std)"; fi

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include "../common/harness.h"
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <endian.h>
 #include <fcntl.h>
 #include <infiniband/ib.h>
@@ -33,6 +34,7 @@
 #include <rdma/rsocket.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -716,6 +718,398 @@ static void c_af_ib(void)
 	R("rclose", rclose(fd));
 }
 
+
+/* ---- repoll (RDMACM_1.5: v65 and ours; Debian's v44 has none) ---- */
+
+static int (*p_repoll_create)(int);
+static int (*p_repoll_ctl)(int, int, int, struct epoll_event *);
+static int (*p_repoll_wait)(int, struct epoll_event *, int, int);
+
+static void find_repoll(void)
+{
+	p_repoll_create = (int (*)(int))dlsym(RTLD_DEFAULT, "repoll_create");
+	p_repoll_ctl = (int (*)(int, int, int, struct epoll_event *))dlsym(RTLD_DEFAULT, "repoll_ctl");
+	p_repoll_wait = (int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_DEFAULT, "repoll_wait");
+}
+
+static int have_repoll(void)
+{
+	if (p_repoll_create && p_repoll_ctl && p_repoll_wait)
+		return 1;
+	P("  (library has no repoll)\n");
+	return 0;
+}
+
+/* An error as its name whatever the convention: -1 with errno (ours, as
+ * epoll) or the positive errno value returned (upstream v65). The raw
+ * values are compared once, in case repoll-conventions. */
+#define RE(label, call)                                                   \
+	({                                                                \
+		int _r;                                                   \
+		errno = 0;                                                \
+		_r = (call);                                              \
+		if (_r == 0)                                              \
+			P("  %s: ok\n", label);                           \
+		else                                                      \
+			P("  %s: error %s\n", label, en(_r == -1 ? errno : _r)); \
+		_r;                                                       \
+	})
+
+static void ev_str(uint32_t e)
+{
+	P("%s%s%s%s%s%s", e ? "" : "0", e & EPOLLIN ? "IN " : "", e & EPOLLOUT ? "OUT " : "",
+	  e & EPOLLERR ? "ERR " : "", e & EPOLLHUP ? "HUP " : "", e & EPOLLRDHUP ? "RDHUP " : "");
+}
+
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct epoll_event *x = a, *y = b;
+
+	return x->data.u64 < y->data.u64 ? -1 : x->data.u64 > y->data.u64;
+}
+
+/* "  LABEL: ret=N" and one line per event, in the order of their data
+ * (the order of the events in one wait is not part of the contract). */
+static int ep_wait(const char *label, int ep, int max, int timeout)
+{
+	struct epoll_event ev[8];
+	int r, i;
+
+	memset(ev, 0, sizeof ev);
+	errno = 0;
+	r = p_repoll_wait(ep, ev, max, timeout);
+	if (r < 0) {
+		P("  %s: ret=-1 errno=%s\n", label, en(errno));
+		return r;
+	}
+	P("  %s: ret=%d\n", label, r);
+	qsort(ev, r < 8 ? r : 8, sizeof ev[0], cmp_ev);
+	for (i = 0; i < r && i < 8; i++) {
+		P("    data=%llu events=", (unsigned long long)ev[i].data.u64);
+		ev_str(ev[i].events);
+		P("\n");
+	}
+	return r;
+}
+
+/* Wait (at most ms) until a wait reports something; prints it. */
+static int ep_wait_until(const char *label, int ep, int ms)
+{
+	struct epoll_event ev;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int r = p_repoll_wait(ep, &ev, 1, 100);
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (r != 0 || (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
+			break;
+	}
+	return ep_wait(label, ep, 8, 0);
+}
+
+static int ep_add(const char *label, int ep, int fd, uint32_t events, uint64_t data)
+{
+	struct epoll_event e = { .events = events, .data.u64 = data };
+
+	return RE(label, p_repoll_ctl(ep, EPOLL_CTL_ADD, fd, &e));
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void c_repoll_create(void)
+{
+	int flags[] = { 0, O_CLOEXEC, O_NONBLOCK, O_CLOEXEC | O_NONBLOCK, 0x1 };
+	const char *names[] = { "0", "O_CLOEXEC", "O_NONBLOCK", "O_CLOEXEC|O_NONBLOCK", "0x1" };
+	char lbl[64];
+	size_t i;
+
+	if (!have_repoll())
+		return;
+	for (i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+		int ep;
+
+		snprintf(lbl, sizeof lbl, "repoll_create(%s)", names[i]);
+		ep = RFD(lbl, p_repoll_create(flags[i]));
+		if (ep < 0)
+			continue;
+		P("    FD_CLOEXEC %s, O_NONBLOCK %s\n", fcntl(ep, F_GETFD) & FD_CLOEXEC ? "set" : "clear",
+		  fcntl(ep, F_GETFL) & O_NONBLOCK ? "set" : "clear");
+		R("rclose", rclose(ep));
+	}
+}
+
+static void c_repoll_errors(void)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.u64 = 1 };
+	int ep, p[2], q[2];
+
+	next_port = 7340;
+	if (!have_repoll() || pipe(p) || pipe(q))
+		return;
+	ep = p_repoll_create(0);
+	RE("ADD fd -1", p_repoll_ctl(ep, EPOLL_CTL_ADD, -1, &e));
+	RE("ADD the instance itself", p_repoll_ctl(ep, EPOLL_CTL_ADD, ep, &e));
+	RE("ADD to a pipe (no instance)", p_repoll_ctl(p[0], EPOLL_CTL_ADD, q[0], &e));
+	RE("ADD to -1", p_repoll_ctl(-1, EPOLL_CTL_ADD, q[0], &e));
+	RE("op 99", p_repoll_ctl(ep, 99, q[0], &e));
+	RE("DEL unregistered", p_repoll_ctl(ep, EPOLL_CTL_DEL, q[0], &e));
+	RE("MOD unregistered", p_repoll_ctl(ep, EPOLL_CTL_MOD, q[0], &e));
+	RE("ADD", p_repoll_ctl(ep, EPOLL_CTL_ADD, q[0], &e));
+	RE("ADD again", p_repoll_ctl(ep, EPOLL_CTL_ADD, q[0], &e));
+	RE("MOD", p_repoll_ctl(ep, EPOLL_CTL_MOD, q[0], &e));
+	RE("DEL", p_repoll_ctl(ep, EPOLL_CTL_DEL, q[0], &e));
+	RE("DEL again", p_repoll_ctl(ep, EPOLL_CTL_DEL, q[0], &e));
+	RE("DEL with NULL event, unregistered", p_repoll_ctl(ep, EPOLL_CTL_DEL, q[0], NULL));
+	RE("wait on a pipe (no instance)", p_repoll_wait(p[0], &e, 1, 0));
+	RE("wait on -1", p_repoll_wait(-1, &e, 1, 0));
+	ep_wait("wait, nothing registered", ep, 1, 0);
+	RE("rclose", rclose(ep));
+	RE("wait after rclose", p_repoll_wait(ep, &e, 1, 0));
+	RE("ctl after rclose", p_repoll_ctl(ep, EPOLL_CTL_ADD, q[0], &e));
+}
+
+/* The raw values behind the errors above: the convention differs (v65
+ * returns the errno value; ours returns -1 and sets errno, as epoll). */
+static void c_repoll_conventions(void)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.u64 = 1 };
+	int ep, p[2];
+
+	if (!have_repoll() || pipe(p))
+		return;
+	ep = p_repoll_create(0);
+	p_repoll_ctl(ep, EPOLL_CTL_ADD, p[0], &e);
+	R("ctl ADD again", p_repoll_ctl(ep, EPOLL_CTL_ADD, p[0], &e));
+	R("wait on a pipe (no instance)", p_repoll_wait(p[1], &e, 1, 0));
+	ep_wait("wait with maxevents 0", ep, 0, 0);
+	/* an instance that still has descriptors registered */
+	R("rclose with a descriptor registered", rclose(ep));
+}
+
+static void c_repoll_pipes(void)
+{
+	struct epoll_event e;
+	int ep, p[2];
+	char c;
+
+	if (!have_repoll() || pipe(p))
+		return;
+	ep = p_repoll_create(0);
+	ep_add("ADD read end IN, data 7", ep, p[0], EPOLLIN, 7);
+	ep_add("ADD write end OUT, data 8", ep, p[1], EPOLLOUT, 8);
+	ep_wait("wait", ep, 8, 0);
+	P("  write 1 byte\n");
+	if (write(p[1], "x", 1) != 1)
+		return;
+	ep_wait("wait", ep, 8, 1000);
+	ep_wait("wait again (level-triggered)", ep, 8, 0);
+	ep_wait("wait, maxevents 1", ep, 1, 0);
+	if (read(p[0], &c, 1) != 1)
+		return;
+	ep_wait("wait after the read", ep, 8, 0);
+	RE("DEL write end", p_repoll_ctl(ep, EPOLL_CTL_DEL, p[1], NULL));
+	ep_wait("wait", ep, 8, 0);
+	e.events = EPOLLIN;
+	e.data.u64 = 9;
+	RE("MOD read end, data 9", p_repoll_ctl(ep, EPOLL_CTL_MOD, p[0], &e));
+	if (write(p[1], "y", 1) != 1)
+		return;
+	ep_wait("wait", ep, 8, 1000);
+	e.events = EPOLLOUT;
+	RE("MOD read end to OUT", p_repoll_ctl(ep, EPOLL_CTL_MOD, p[0], &e));
+	ep_wait("wait", ep, 8, 0);
+	RE("DEL read end", p_repoll_ctl(ep, EPOLL_CTL_DEL, p[0], NULL));
+	R("rclose", rclose(ep));
+}
+
+static void c_repoll_timeout(void)
+{
+	struct timespec t0;
+	int ep, p[2];
+	long ms;
+
+	if (!have_repoll() || pipe(p))
+		return;
+	ep = p_repoll_create(0);
+	ep_add("ADD read end IN", ep, p[0], EPOLLIN, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ep_wait("wait 300 ms, nothing ready", ep, 8, 300);
+	ms = ms_since(&t0);
+	P("    waited at least 250 ms: %s\n", ms >= 250 ? "yes" : "no");
+	P("    returned within 3 s: %s\n", ms < 3000 ? "yes" : "no");
+	RE("DEL", p_repoll_ctl(ep, EPOLL_CTL_DEL, p[0], NULL));
+	R("rclose", rclose(ep));
+}
+
+struct later {
+	int fd, ms;
+};
+
+static void *send_later(void *arg)
+{
+	struct later *l = arg;
+
+	usleep(l->ms * 1000);
+	rsend(l->fd, "wake", 4, 0);
+	return NULL;
+}
+
+static void c_repoll_rsockets(void)
+{
+	struct timespec t0;
+	struct later lt;
+	pthread_t t;
+	int l, srv, cli, ep;
+	long ms;
+	char b[256];
+
+	next_port = 7350;
+	if (!have_repoll() || pair(&l, &srv, &cli))
+		return;
+	ep = p_repoll_create(0);
+	ep_add("ADD server IN, data 1", ep, srv, EPOLLIN, 1);
+	ep_add("ADD client OUT, data 2", ep, cli, EPOLLOUT, 2);
+	ep_add("ADD listener IN, data 3", ep, l, EPOLLIN, 3);
+	ep_wait("wait", ep, 8, 0);
+	memset(b, 'a', sizeof b);
+	RS("client rsend 100", rsend(cli, b, 100, 0));
+	ep_wait_until("wait for the data", ep, 5000);
+	ep_wait("wait again (level-triggered)", ep, 8, 0);
+	RS("server rrecv", rrecv(srv, b, sizeof b, 0));
+	ep_wait("wait after the read", ep, 8, 0);
+	RE("DEL client", p_repoll_ctl(ep, EPOLL_CTL_DEL, cli, NULL));
+	ep_wait("wait", ep, 8, 0);
+	/* data that arrives while the caller sleeps in repoll_wait */
+	lt.fd = cli;
+	lt.ms = 300;
+	pthread_create(&t, NULL, send_later, &lt);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ep_wait("wait, data sent 300 ms later", ep, 8, 20000);
+	ms = ms_since(&t0);
+	P("    woken by the data (before 10 s): %s\n", ms < 10000 ? "yes" : "no");
+	pthread_join(t, NULL);
+	RS("server rrecv", rrecv(srv, b, sizeof b, 0));
+	RE("DEL server", p_repoll_ctl(ep, EPOLL_CTL_DEL, srv, NULL));
+	RE("DEL listener", p_repoll_ctl(ep, EPOLL_CTL_DEL, l, NULL));
+	R("rclose", rclose(ep));
+	rclose(cli);
+	rclose(srv);
+	rclose(l);
+}
+
+static void c_repoll_listener(void)
+{
+	struct sockaddr_storage ss;
+	int l, ep, c, a, r;
+
+	next_port = 7360;
+	if (!have_repoll())
+		return;
+	l = listener(next_port);
+	ep = p_repoll_create(0);
+	ep_add("ADD listener IN", ep, l, EPOLLIN, 1);
+	ep_wait("wait", ep, 8, 0);
+	sa_set(&ss, ADDR, next_port);
+	c = rsocket(AF_INET, SOCK_STREAM, 0);
+	rfcntl(c, F_SETFL, O_NONBLOCK);
+	r = rconnect(c, (struct sockaddr *)&ss, sizeof(struct sockaddr_in));
+	P("  non-blocking rconnect: %s\n", r == 0 ? "done" : errno == EINPROGRESS ? "in progress" : en(errno));
+	ep_add("ADD client OUT", ep, c, EPOLLOUT, 2);
+	ep_wait_until("wait for the connection", ep, 10000);
+	a = raccept(l, NULL, NULL);
+	P("  raccept: %s\n", a >= 0 ? "fd" : en(errno));
+	poll_until(c, POLLOUT, 5000);
+	ep_wait("wait after the accept", ep, 8, 0);
+	R("rclose", rclose(ep));
+	rclose(a);
+	rclose(c);
+	rclose(l);
+}
+
+static void c_repoll_peer_close(void)
+{
+	int l, srv, cli, ep;
+	char b[64];
+
+	next_port = 7370;
+	if (!have_repoll() || pair(&l, &srv, &cli))
+		return;
+	ep = p_repoll_create(0);
+	ep_add("ADD server IN, data 1", ep, srv, EPOLLIN, 1);
+	RS("client rsend 5", rsend(cli, "hello", 5, 0));
+	R("client rclose", rclose(cli));
+	ep_wait_until("wait", ep, 5000);
+	RS("server rrecv", rrecv(srv, b, sizeof b, 0));
+	poll_until(srv, POLLHUP, 3000);
+	ep_wait("wait at EOF", ep, 8, 0);
+	RS("server rrecv at EOF", rrecv(srv, b, sizeof b, 0));
+	R("rclose", rclose(ep));
+	rclose(srv);
+	rclose(l);
+}
+
+static void c_repoll_refused(void)
+{
+	struct sockaddr_storage ss;
+	int c, ep, r;
+
+	next_port = 7380;
+	if (!have_repoll())
+		return;
+	sa_set(&ss, ADDR, next_port);
+	c = rsocket(AF_INET, SOCK_STREAM, 0);
+	rfcntl(c, F_SETFL, O_NONBLOCK);
+	r = rconnect(c, (struct sockaddr *)&ss, sizeof(struct sockaddr_in));
+	P("  non-blocking rconnect, no listener: %s\n", r == 0 ? "done" : errno == EINPROGRESS ? "in progress" : en(errno));
+	ep = p_repoll_create(0);
+	ep_add("ADD OUT", ep, c, EPOLLOUT, 1);
+	ep_wait_until("wait", ep, 10000);
+	R("rclose", rclose(ep));
+	rclose(c);
+}
+
+/* Descriptors closed while registered, and the flags upstream ignores. */
+static void c_repoll_closed_and_flags(void)
+{
+	int ep, p[2], q[2], l, srv, cli;
+
+	next_port = 7390;
+	if (!have_repoll() || pipe(p) || pipe(q))
+		return;
+	ep = p_repoll_create(0);
+	if (write(p[1], "x", 1) != 1)
+		return;
+	ep_add("ADD pipe IN, data 1", ep, p[0], EPOLLIN, 1);
+	close(p[0]);
+	ep_wait("wait, the pipe closed", ep, 8, 0);
+	if (write(q[1], "x", 1) != 1)
+		return;
+	ep_add("ADD pipe IN|ONESHOT, data 2", ep, q[0], EPOLLIN | EPOLLONESHOT, 2);
+	ep_wait("wait", ep, 8, 0);
+	ep_wait("wait again", ep, 8, 0);
+	RE("DEL", p_repoll_ctl(ep, EPOLL_CTL_DEL, q[0], NULL));
+	ep_add("ADD pipe IN|ET, data 3", ep, q[0], EPOLLIN | EPOLLET, 3);
+	ep_wait("wait", ep, 8, 0);
+	ep_wait("wait again", ep, 8, 0);
+	RE("DEL", p_repoll_ctl(ep, EPOLL_CTL_DEL, q[0], NULL));
+	if (pair(&l, &srv, &cli) == 0) {
+		ep_add("ADD rsocket OUT, data 4", ep, cli, EPOLLOUT, 4);
+		R("rclose the rsocket", rclose(cli));
+		ep_wait("wait, the rsocket closed", ep, 8, 0);
+		rclose(srv);
+		rclose(l);
+	}
+	R("rclose", rclose(ep));
+}
+
 static const struct tcase tcases[] = {
 	{ "socket-args", c_socket_args },
 	{ "bad-fds", c_bad_fds },
@@ -729,6 +1123,16 @@ static const struct tcase tcases[] = {
 	{ "names", c_names },
 	{ "config", c_config },
 	{ "af-ib", c_af_ib },
+	{ "repoll-create", c_repoll_create },
+	{ "repoll-errors", c_repoll_errors },
+	{ "repoll-conventions", c_repoll_conventions },
+	{ "repoll-pipes", c_repoll_pipes },
+	{ "repoll-timeout", c_repoll_timeout },
+	{ "repoll-rsockets", c_repoll_rsockets },
+	{ "repoll-listener", c_repoll_listener },
+	{ "repoll-peer-close", c_repoll_peer_close },
+	{ "repoll-refused", c_repoll_refused },
+	{ "repoll-closed-and-flags", c_repoll_closed_and_flags },
 };
 
 int main(int argc, char **argv)
@@ -739,6 +1143,7 @@ int main(int argc, char **argv)
 		.ncases = sizeof tcases / sizeof tcases[0],
 		.timeout = CASE_TIMEOUT,
 		.in_child_timeout = 10,
+		.init = find_repoll,
 	};
 	return harness_main(&h, argc, argv);
 }

@@ -36,6 +36,12 @@ int rselect(int nfds,
             fd_set *exceptfds,
             struct timeval *timeout);
 
+int repoll_create(int flags);
+
+int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
+
+int repoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout);
+
 int rsocket(int domain, int type, int protocol);
 
 int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen);

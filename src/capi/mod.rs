@@ -25,6 +25,7 @@ pub mod id;
 pub mod mcast;
 pub mod poll;
 pub mod qp;
+pub mod repoll;
 pub mod rsocket;
 
 /// The one C boundary: run `f`; on success restore errno and return its

@@ -2,11 +2,11 @@
 //! rclose, rrecv, rrecvfrom, rrecvmsg, rread, rreadv, rsend, rsendto,
 //! rsendmsg, rwrite, rwritev, rgetpeername, rgetsockname, rsetsockopt,
 //! rgetsockopt, rfcntl (its variadic entry is in `src/variadic_shim.c`),
-//! riomap, riounmap, riowrite.
+//! riomap, riounmap, riowrite (rclose also closes a repoll instance).
 
 use super::{addr_req, guard, guard0, guard_val};
 use crate::error::{Error, Result};
-use crate::rs::{api, iomap, opts, socket};
+use crate::rs::{api, iomap, opts, repoll, socket};
 use crate::sockaddr::RawAddr;
 use libc::{c_int, c_void, iovec, msghdr, off_t, size_t, sockaddr, socklen_t, ssize_t};
 use std::io::{IoSlice, IoSliceMut};
@@ -165,16 +165,17 @@ pub extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
     })
 }
 
-/// Unlike upstream (which returns a positive EBADF without errno), an
-/// unknown descriptor is -1 with errno EBADF.
+/// Closes an rsocket or a repoll instance. An unknown descriptor: EBADF
+/// returned as the value, errno untouched (as upstream).
 #[no_mangle]
 pub extern "C" fn rclose(socket: c_int) -> c_int {
-    // An unknown descriptor: EBADF returned as the value, errno untouched
-    // (as upstream).
-    if !socket::is_rsocket(socket) {
-        return libc::EBADF;
+    if socket::is_rsocket(socket) {
+        guard0(|| api::close(socket))
+    } else if repoll::is_repoll(socket) {
+        guard0(|| repoll::close(socket))
+    } else {
+        libc::EBADF
     }
-    guard0(|| api::close(socket))
 }
 
 fn recv(socket: c_int, dst: &mut [IoSliceMut], flags: c_int) -> Result<usize> {

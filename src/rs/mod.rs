@@ -11,7 +11,8 @@
 //! - `stream`: one connection's verbs resources and data path;
 //! - `socket`: the socket object, its state and tables;
 //! - `engine`: the progress thread (CM events, idle progress, keepalive);
-//! - `iomap`, `api`, `opts`, `poll`: the operations behind the exports.
+//! - `iomap`, `api`, `opts`, `poll`, `repoll`: the operations behind the
+//!   exports.
 
 pub mod api;
 pub mod config;
@@ -21,6 +22,7 @@ pub mod iomap;
 pub mod mem;
 pub mod opts;
 pub mod poll;
+pub mod repoll;
 pub mod signal;
 pub mod socket;
 pub mod stream;

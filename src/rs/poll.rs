@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use std::time::{Duration, Instant};
 
 /// The revents of one rsocket for `events` (after progress).
-fn revents(g: &mut Inner, events: i16) -> i16 {
+pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
     socket::progress(g);
     let want_in = events & libc::POLLIN != 0;
     let want_out = events & libc::POLLOUT != 0;

@@ -450,6 +450,31 @@ pub fn take_handoffs() -> Vec<Shared<RSocket>> {
     std::mem::take(&mut *HANDOFF.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// The calling thread is about to sleep in a poller (`repoll_wait`): hand
+/// every socket whose application has left its calls to the engine now,
+/// rather than a tick later, so that what arrives meanwhile shows on the
+/// descriptors at once. Sockets another thread is inside a call on stay in
+/// the list (that thread shows their state on its way out).
+pub fn hand_over_now() {
+    let mut list = take_handoffs();
+    if list.is_empty() {
+        return;
+    }
+    list.retain(|s| {
+        s.exits_seen.store(s.exits.load(Ordering::SeqCst), Ordering::SeqCst);
+        match RSocket::handoff(s) {
+            Handoff::Done => {
+                s.look_at.store(0, Ordering::SeqCst);
+                s.patience.store(1, Ordering::SeqCst);
+                false
+            }
+            Handoff::Back => true,
+            Handoff::BackListed => false,
+        }
+    });
+    return_handoffs(list);
+}
+
 /// Whether sockets wait for a hand-off.
 pub fn handoffs_waiting() -> bool {
     !HANDOFF.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
