@@ -25,6 +25,7 @@ import tempfile
 ORDER = [
     "abi",
     "error",
+    "sys",
     "cmem",
     "sockaddr",
     "handle",

@@ -45,6 +45,7 @@ pub mod error;
 pub mod handle;
 pub mod rs;
 pub mod sockaddr;
+pub mod sys;
 pub mod sysfs;
 pub mod ucma;
 pub mod verbs;

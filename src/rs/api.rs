@@ -79,7 +79,7 @@ fn sleep<'a>(
     ];
     let n = if comp.is_some() { 2 } else { 1 };
     // SAFETY: n valid pollfds.
-    let r = unsafe { libc::poll(fds.as_mut_ptr(), n, timeout) };
+    let r = unsafe { crate::sys::poll(fds.as_mut_ptr(), n, timeout) };
     let e = crate::error::errno();
     let mut g = s.lock();
     if fds[1].revents != 0 {

@@ -140,13 +140,13 @@ fn start() -> Result<&'static Engine> {
         check(libc::fcntl(ch.fd(), libc::F_SETFL, fl | libc::O_NONBLOCK))?;
     }
     // SAFETY: new descriptors, owned at once.
-    let ep = unsafe { OwnedFd::from_raw_fd(check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+    let ep = unsafe { OwnedFd::from_raw_fd(check(crate::sys::epoll_create1(libc::EPOLL_CLOEXEC))?) };
     // SAFETY: as above.
     let wake = unsafe { OwnedFd::from_raw_fd(check(libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK))?) };
     for (fd, tok) in [(ch.fd(), TOKEN_CM), (wake.as_raw_fd(), TOKEN_WAKE)] {
         let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: tok };
         // SAFETY: our epoll set and descriptors.
-        check(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        check(unsafe { crate::sys::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
     }
     socket::set_engine_fds(ep.as_raw_fd(), wake.as_raw_fd());
     let e: &'static Engine = Box::leak(crate::cmem::try_box(Engine { ch, ep, wake, start: Instant::now() })?);
@@ -173,7 +173,7 @@ impl Engine {
         s.mark_watched();
         let mut ev = libc::epoll_event { events: socket::WATCH_EVENTS, u64: comp_fd as u64 };
         // SAFETY: our epoll set; comp_fd is the connection's channel.
-        let r = unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_ADD, comp_fd, &mut ev) };
+        let r = unsafe { crate::sys::epoll_ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_ADD, comp_fd, &mut ev) };
         if r != 0 {
             BY_COMP.remove(comp_fd as usize);
             return Err(Error::last_os());
@@ -184,7 +184,7 @@ impl Engine {
     /// Stop watching a completion channel (before it is destroyed).
     pub fn unwatch(&self, comp_fd: i32) {
         // SAFETY: our epoll set.
-        unsafe { libc::epoll_ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_DEL, comp_fd, std::ptr::null_mut()) };
+        unsafe { crate::sys::epoll_ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_DEL, comp_fd, std::ptr::null_mut()) };
         BY_COMP.remove(comp_fd as usize);
     }
 
@@ -339,7 +339,7 @@ fn run(e: &'static Engine) {
     loop {
         let timeout = timers(e, &mut next_look);
         // SAFETY: our epoll set; room for evs.len() events.
-        let n = unsafe { libc::epoll_wait(e.ep.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, timeout) };
+        let n = unsafe { crate::sys::epoll_wait(e.ep.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, timeout) };
         for ev in &evs[..n.max(0) as usize] {
             match ev.u64 {
                 TOKEN_CM => cm_events(e),

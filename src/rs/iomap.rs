@@ -140,7 +140,7 @@ fn wait_cq(s: &RSocket) {
         libc::pollfd { fd: s.fd(), events: 0, revents: 0 },
     ];
     // SAFETY: two valid pollfds.
-    unsafe { libc::poll(p.as_mut_ptr(), 2, 1000) };
+    unsafe { crate::sys::poll(p.as_mut_ptr(), 2, 1000) };
     let mut g = s.lock();
     if let Some(c) = g.conn.as_mut() {
         c.drain_events();

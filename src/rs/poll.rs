@@ -123,7 +123,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
             }
         };
         // SAFETY: set holds valid pollfds.
-        let n = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, wait) };
+        let n = unsafe { crate::sys::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, wait) };
         if n < 0 {
             return Err(Error::last_os());
         }

@@ -63,8 +63,7 @@ fn check(r: i32) -> Result<i32> {
 /// descriptor; other bits are ignored (as upstream).
 pub fn create(flags: i32) -> Result<i32> {
     let cloexec = if flags & libc::O_CLOEXEC != 0 { libc::EPOLL_CLOEXEC } else { 0 };
-    // SAFETY: a plain system call.
-    let ep = check(unsafe { libc::epoll_create1(cloexec) })?;
+    let ep = check(crate::sys::epoll_create1(cloexec))?;
     let close = |e| {
         // SAFETY: our descriptor, not handed out.
         unsafe { libc::close(ep) };
@@ -126,7 +125,7 @@ pub fn ctl(epfd: i32, op: i32, fd: i32, event: Option<libc::epoll_event>) -> Res
     // The kernel holds the descriptor number as the event's data.
     let mut ev = libc::epoll_event { events: reg.map_or(0, |g| g.events), u64: fd as u64 };
     // SAFETY: a valid event; the kernel checks the descriptors.
-    check(unsafe { libc::epoll_ctl(r.ep, op, fd, &mut ev) })?;
+    check(unsafe { crate::sys::epoll_ctl(r.ep, op, fd, &mut ev) })?;
     match reg {
         Some(g) => {
             regs.insert(fd, g);
@@ -189,7 +188,7 @@ pub fn wait(epfd: i32, out: &mut [libc::epoll_event], timeout: i32) -> Result<us
             return Err(Error::Errno(libc::EBADF));
         }
         // SAFETY: room for out.len() events.
-        let n = check(unsafe { libc::epoll_wait(r.ep, out.as_mut_ptr(), out.len() as i32, wait_ms) })? as usize;
+        let n = check(unsafe { crate::sys::epoll_wait(r.ep, out.as_mut_ptr(), out.len() as i32, wait_ms) })? as usize;
         let mut kept = 0;
         {
             let regs = r.regs();
@@ -204,7 +203,7 @@ pub fn wait(epfd: i32, out: &mut [libc::epoll_event], timeout: i32) -> Result<us
                     // Not reported after all: armed again.
                     let mut ev = libc::epoll_event { events: reg.events, u64: fd as u64 };
                     // SAFETY: a valid event for a registered descriptor.
-                    unsafe { libc::epoll_ctl(r.ep, libc::EPOLL_CTL_MOD, fd, &mut ev) };
+                    unsafe { crate::sys::epoll_ctl(r.ep, libc::EPOLL_CTL_MOD, fd, &mut ev) };
                 }
             }
         }

@@ -163,7 +163,7 @@ fn epoll_mod(comp_fd: i32, events: u32) {
         let mut ev = libc::epoll_event { events, u64: comp_fd as u64 };
         // SAFETY: the engine's epoll set; a registered (or already
         // removed: ENOENT, harmless) descriptor.
-        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_MOD, comp_fd, &mut ev) };
+        unsafe { crate::sys::epoll_ctl(ep, libc::EPOLL_CTL_MOD, comp_fd, &mut ev) };
     }
 }
 
