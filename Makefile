@@ -1,6 +1,6 @@
 # rdmacm-rs — build, test, install.
 #
-#   make            build build/librdmacm.so.1 (+ pkg-config file)
+#   make            build build/librdmacm.so.1, build/librspreload.so (+ pkg-config file)
 #   make test       every test: host checks, then the soft-RoCE VM suite
 #   make demo       boot the soft-RoCE VM and show upstream programs on our library
 #   make bench      instruction counts against Debian's librdmacm (not a test)
@@ -20,6 +20,9 @@ SOFILE := librdmacm.so.1.$(LEVEL).$(VERSION)
 B := build
 LIB := $(B)/$(SOFILE)
 STATIC := target/release/librdmacm.a
+PRELOAD := $(B)/librspreload.so
+PRELOAD_STATIC := target/release/librspreload.a
+PRELOAD_SRC := $(shell find preload/src -name '*.rs') preload/src/shim.c preload/Cargo.toml preload/build.rs
 RUST_SRC := $(shell find src -name '*.rs') src/verbs_shim.c src/variadic_shim.c Cargo.toml build.rs abi-tests/layout/layout.c
 
 PREFIX ?= /usr/local
@@ -28,9 +31,10 @@ INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR ?=
 
+.DEFAULT_GOAL := all
 .PHONY: all lib headers check-headers test host-test vm-test demo bench install uninstall clean setup-host
 
-all: lib $(B)/librdmacm.pc
+all: lib $(PRELOAD) $(B)/librdmacm.pc
 
 lib: $(B)/librdmacm.so.1
 
@@ -44,6 +48,18 @@ $(LIB): $(STATIC) librdmacm.map
 		-Wl,--gc-sections -Wl,-z,relro -Wl,-z,now -Wl,--strip-debug -Wl,--no-undefined \
 		-Wl,--whole-archive $(STATIC) -Wl,--no-whole-archive \
 		-Wl,--no-as-needed -libverbs -Wl,--as-needed -lgcc_s -lpthread -ldl -lc
+
+# librspreload.so (preload/): no SONAME, unversioned exports, NEEDED
+# librdmacm.so.1, as upstream's preload library.
+
+$(PRELOAD_STATIC): $(PRELOAD_SRC)
+	$(CARGO) build --release --quiet -p rspreload
+
+$(PRELOAD): $(PRELOAD_STATIC) preload/librspreload.map $(B)/librdmacm.so.1
+	$(CC) -shared -o $@ -Wl,--version-script=preload/librspreload.map \
+		-Wl,--gc-sections -Wl,-z,relro -Wl,-z,now -Wl,--strip-debug -Wl,--no-undefined \
+		-Wl,--whole-archive $(PRELOAD_STATIC) -Wl,--no-whole-archive \
+		-L$(B) -lrdmacm -lgcc_s -lpthread -ldl -lc
 
 # Links, and no stale library file of another ABI level or version beside them.
 $(B)/librdmacm.so.1: $(LIB)
@@ -94,6 +110,10 @@ bench: setup-host all
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/rdma $(DESTDIR)$(INCLUDEDIR)/infiniband $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/$(SOFILE)
+	install -d $(DESTDIR)$(LIBDIR)/rsocket
+	install -m 0644 $(PRELOAD) $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so
+	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1
+	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
 	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 	install -m 0644 include/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h
@@ -108,7 +128,9 @@ uninstall:
 		$(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_verbs.h \
 		$(DESTDIR)$(INCLUDEDIR)/rdma/rsocket.h \
 		$(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h \
-		$(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
+		$(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc \
+		$(DESTDIR)$(LIBDIR)/rsocket/librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1 \
+		$(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
 
 clean:
 	rm -rf $(B) target

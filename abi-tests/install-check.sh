@@ -16,6 +16,8 @@ check "library file" "[ -f $R/lib64/$so ]"
 check "soname link" "[ \"\$(readlink $R/lib64/librdmacm.so.1)\" = $so ]"
 check "dev link" "[ \"\$(readlink $R/lib64/librdmacm.so)\" = librdmacm.so.1 ]"
 check "headers" "[ -f $R/inc/rdma/rdma_cma.h ] && [ -f $R/inc/rdma/rdma_verbs.h ] && [ -f $R/inc/infiniband/ib.h ]"
+check "preload library" "[ -f $R/lib64/rsocket/librspreload.so ] && [ \"\$(readlink $R/lib64/rsocket/librspreload.so.1)\" = librspreload.so ] && [ \"\$(readlink $R/lib64/rsocket/librspreload.so.1.0.0)\" = librspreload.so ]"
+check "rsocket.h" "[ -f $R/inc/rdma/rsocket.h ]"
 pc=$R/lib64/pkgconfig/librdmacm.pc
 check "pkg-config file" "[ -f $pc ]"
 check "pkg-config version" "[ \"\$(PKG_CONFIG_PATH=$R/lib64/pkgconfig pkg-config --modversion librdmacm)\" = 1.${so#librdmacm.so.1.} ]"

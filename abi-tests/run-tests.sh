@@ -43,15 +43,16 @@ step() {
 bash abi-tests/upstream/build-v65.sh >/dev/null || { echo "cannot build upstream v65"; echo "0 passed, 1 failed"; exit 1; }
 
 step build make --no-print-directory all
-step fmt cargo fmt --check
-step clippy cargo clippy --quiet --all-targets -- -D warnings
+step fmt cargo fmt --all --check
+step clippy cargo clippy --quiet --workspace --all-targets -- -D warnings
 step layers python3 abi-tests/layers.py
-step unit cargo test --quiet
+step unit cargo test --quiet --workspace
 step headers make --no-print-directory check-headers
 step layout bash abi-tests/layout/check.sh
 step verbs-header bash abi-tests/layout/verbs-check.sh
 step symbols bash abi-tests/symbols.sh
 step install bash abi-tests/install-check.sh
+step preload bash abi-tests/preload-check.sh
 if [ -x abi-tests/gai/run-diff.sh ] || [ -f abi-tests/gai/run-diff.sh ]; then
 	step gai-diff bash abi-tests/gai/run-diff.sh
 	step gai-leak bash abi-tests/gai/leak.sh

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# 65-preload.sh — (guest side) unmodified socket programs over RDMA through
+# a preload library, server and client on rxe0's address:
+#   socat (a 4 MiB file, cmp), nc.openbsd (the same), iperf3 (3 s of TCP
+#   stream, both sides' byte counts), redis-server + redis-benchmark
+#   (ping, set, get; 10 000 requests each) and redis-cli (a value set and
+#   read back).
+# Stacks (preload over library):
+#   ours-ours  build/librspreload.so over our library   (counted)
+#   deb-ours   Debian's librspreload.so over our library (counted where
+#              Debian's preload passes over Debian's library)
+#   deb-deb    Debian's librspreload.so over Debian's library (the
+#              baseline: recorded, never counted)
+# A pass over rsockets also needs proof that RDMA carried the data: the
+# kernel opened no TCP connection meanwhile (/proc/net/snmp ActiveOpens
+# and PassiveOpens unchanged) and rxe0 sent packets (hw_counters). Then one
+# fallback case: a preloaded client connecting to a TCP server on
+# 127.0.0.1 (no RDMA there) goes over TCP.
+# The table goes to $VM_OUT/preload-$KERNEL.md. Ends with
+# "N passed, M failed, K skipped".
+# suite-timeout: 900
+set -uo pipefail
+source "$(dirname "$0")/../testlib.sh"
+OURS=${RDMACM_UNDER_TEST:-$PWD/build/librdmacm.so.1}
+PRE=$REPO/build/librspreload.so
+DEB_PRE=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+ADDR=192.0.2.1
+work_dir preload keep
+[ -e "$OURS" ] && [ -e "$PRE" ] || { skp "library or preload not built"; finish; }
+mkdir -p "$tmp/ours" && ln -sf "$(readlink -f "$OURS")" "$tmp/ours/librdmacm.so.1"
+T=${PRELOAD_RUN_TIMEOUT:-120}
+
+stack_env() { # ours-ours|deb-ours|deb-deb -> environment assignments
+	case $1 in
+	ours-ours) echo "LD_LIBRARY_PATH=$tmp/ours LD_PRELOAD=$PRE" ;;
+	deb-ours) echo "LD_LIBRARY_PATH=$tmp/ours LD_PRELOAD=$DEB_PRE" ;;
+	deb-deb) echo "LD_PRELOAD=$DEB_PRE" ;;
+	esac
+}
+
+tcp_opens() { awk '/^Tcp:/ { if (h) { print $6 + $7; exit } h = 1 }' /proc/net/snmp; }
+rxe_pkts() { cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts 2>/dev/null || echo 0; }
+
+# Until something listens on PORT (an rsocket shows in `rdma res`, a TCP
+# socket in ss), at most 10 s, or PID is gone.
+wait_port() { # port pid
+	local i
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$2" 2>/dev/null || return 1
+		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:$1 " && { sleep 0.3; return 0; }
+		ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+		sleep 0.2
+	done
+	return 0
+}
+
+head -c 4194304 /dev/urandom >"$tmp/in.bin"
+declare -A RES
+port=7700
+# run_case NAME STACK: runs case_NAME with the stack's environment;
+# the case sets `why` (empty: it worked). Records the result.
+run_case() { # name stack
+	local name=$1 stack=$2 env t0 p0 t1 p1 log
+	read -ra env <<<"$(stack_env "$stack")"
+	log=$tmp/$name-$stack.log
+	why=""
+	port=$((port + 1))
+	t0=$(tcp_opens) p0=$(rxe_pkts)
+	"case_$name" >"$log" 2>&1
+	t1=$(tcp_opens) p1=$(rxe_pkts)
+	if [ -z "$why" ]; then
+		((t1 == t0)) || why="the kernel opened $((t1 - t0)) TCP connections (not over rsockets)"
+		((p1 - p0 > 100)) || why="${why:+$why; }rxe0 sent $((p1 - p0)) packets"
+	fi
+	echo "    ($stack: $((t1 - t0)) TCP opens, $((p1 - p0)) rxe packets)" >>"$log"
+	if [ -z "$why" ]; then RES[$name,$stack]=passed; else RES[$name,$stack]="failed ($why)"; fi
+	echo "# $name $stack: ${RES[$name,$stack]}"
+	[ -n "$why" ] && sed 's/^/    | /' "$log" | tail -n 25
+}
+
+case_socat() {
+	rm -f "$tmp/out.bin"
+	env "${env[@]}" timeout -k 2 "$T" socat -u "TCP4-LISTEN:$port,bind=$ADDR,reuseaddr" "OPEN:$tmp/out.bin,creat,trunc" &
+	local s=$!
+	wait_port "$port" "$s"
+	env "${env[@]}" timeout -k 2 "$T" socat -u "OPEN:$tmp/in.bin" "TCP4:$ADDR:$port" || why="client exit $?"
+	wait "$s" || why="${why:+$why; }server exit $?"
+	cmp -s "$tmp/in.bin" "$tmp/out.bin" || why="${why:+$why; }copy differs"
+}
+
+case_nc() {
+	rm -f "$tmp/out.bin"
+	env "${env[@]}" timeout -k 2 "$T" nc.openbsd -l "$ADDR" "$port" >"$tmp/out.bin" &
+	local s=$!
+	wait_port "$port" "$s"
+	env "${env[@]}" timeout -k 2 "$T" nc.openbsd -N "$ADDR" "$port" <"$tmp/in.bin" || why="client exit $?"
+	wait "$s" || why="${why:+$why; }server exit $?"
+	cmp -s "$tmp/in.bin" "$tmp/out.bin" || why="${why:+$why; }copy differs"
+}
+
+case_iperf3() {
+	env "${env[@]}" timeout -k 2 "$T" iperf3 -s -1 -B "$ADDR" -p "$port" -J >"$tmp/iperf-s.json" 2>&1 &
+	local s=$!
+	wait_port "$port" "$s"
+	env "${env[@]}" timeout -k 2 "$T" iperf3 -c "$ADDR" -p "$port" -t 3 -J >"$tmp/iperf-c.json" 2>&1 || why="client exit $?"
+	wait "$s" || why="${why:+$why; }server exit $?"
+	local got
+	got=$(python3 - "$tmp/iperf-c.json" "$tmp/iperf-s.json" <<-'EOF'
+		import json, sys
+		c, s = (json.load(open(f)) for f in sys.argv[1:3])
+		sent = c["end"]["sum_sent"]["bytes"]
+		recv = s["end"]["sum_received"]["bytes"]
+		bps = c["end"]["sum_received"]["bits_per_second"]
+		print(f"{sent} {recv} {bps:.0f}" if sent > 0 and recv > 0 else "none")
+	EOF
+	) || got=none
+	echo "iperf3: sent, received, bits/s: $got"
+	[ "$got" != none ] || why="${why:+$why; }no bytes counted"
+	IPERF_RATE[$stack]=${got##* }
+}
+declare -A IPERF_RATE
+
+case_redis() {
+	env "${env[@]}" timeout -k 2 "$T" redis-server --bind "$ADDR" --port "$port" --save '' --appendonly no \
+		--protected-mode no --daemonize no --logfile "$tmp/redis-$stack.log" &
+	local s=$! out
+	wait_port "$port" "$s"
+	out=$(env "${env[@]}" timeout -k 2 "$T" redis-benchmark -h "$ADDR" -p "$port" -t ping,set,get -n 10000 -q 2>&1)
+	echo "$out"
+	for t in PING_INLINE PING_MBULK SET GET; do
+		grep -q "^$t: .*requests per second" <<<"$out" || why="${why:+$why; }no $t result"
+	done
+	REDIS_PING[$stack]=$(grep -oE '^PING_INLINE: [0-9.]+' <<<"$out" | grep -oE '[0-9.]+$')
+	env "${env[@]}" timeout -k 2 30 redis-cli -h "$ADDR" -p "$port" set rdmacm-rs-key value-42 >/dev/null
+	local v
+	v=$(env "${env[@]}" timeout -k 2 30 redis-cli -h "$ADDR" -p "$port" get rdmacm-rs-key)
+	[ "$v" = value-42 ] || why="${why:+$why; }redis-cli read back '$v'"
+	kill "$s" 2>/dev/null
+	wait "$s"
+}
+declare -A REDIS_PING
+
+CASES=(socat nc iperf3 redis)
+for c in "${CASES[@]}"; do
+	for st in ours-ours deb-ours deb-deb; do
+		if [[ $st == deb-* ]] && [ ! -e "$DEB_PRE" ]; then
+			RES[$c,$st]="not run (no Debian librspreload)"
+			continue
+		fi
+		run_case "$c" "$st"
+	done
+	case ${RES[$c,ours-ours]} in
+	passed) ok "$c through our preload over our library" ;;
+	*) bad "$c through our preload over our library: ${RES[$c,ours-ours]}" ;;
+	esac
+	if [ "${RES[$c,deb-deb]:-}" = passed ]; then
+		if [ "${RES[$c,deb-ours]}" = passed ]; then
+			ok "$c through Debian's preload over our library (as over Debian's)"
+		else
+			bad "$c through Debian's preload: passes over Debian's library, not over ours: ${RES[$c,deb-ours]}"
+		fi
+	else
+		skp "$c through Debian's preload: fails over Debian's own library too (${RES[$c,deb-deb]:-not run}); over ours: ${RES[$c,deb-ours]:-not run}"
+	fi
+done
+
+# Fallback: no RDMA on 127.0.0.1, so the preloaded client's connect goes
+# over TCP to an ordinary server.
+rm -f "$tmp/out.bin"
+timeout -k 2 "$T" socat -u TCP4-LISTEN:7799,bind=127.0.0.1,reuseaddr "OPEN:$tmp/out.bin,creat,trunc" &
+s=$!
+wait_port 7799 "$s"
+t0=$(tcp_opens)
+env LD_LIBRARY_PATH="$tmp/ours" LD_PRELOAD="$PRE" timeout -k 2 "$T" socat -u "OPEN:$tmp/in.bin" TCP4:127.0.0.1:7799
+rc=$?
+wait "$s"
+t1=$(tcp_opens)
+if ((rc == 0)) && cmp -s "$tmp/in.bin" "$tmp/out.bin" && ((t1 > t0)); then
+	ok "fallback: a preloaded client reaches a TCP server on 127.0.0.1 over TCP"
+else
+	bad "fallback to TCP: client exit $rc, $((t1 - t0)) TCP opens, copy $(cmp -s "$tmp/in.bin" "$tmp/out.bin" && echo same || echo differs)"
+fi
+
+{
+	echo "| program | our preload, our library | Debian's preload, our library | Debian's preload, Debian's library |"
+	echo "|---|---|---|---|"
+	for c in "${CASES[@]}"; do
+		echo "| $c | ${RES[$c,ours-ours]} | ${RES[$c,deb-ours]} | ${RES[$c,deb-deb]} |"
+	done
+	echo
+	echo "iperf3 bits/s: ours-ours ${IPERF_RATE[ours-ours]:-–}, deb-ours ${IPERF_RATE[deb-ours]:-–}, deb-deb ${IPERF_RATE[deb-deb]:-–}"
+	echo "redis PING_INLINE requests/s: ours-ours ${REDIS_PING[ours-ours]:-–}, deb-ours ${REDIS_PING[deb-ours]:-–}, deb-deb ${REDIS_PING[deb-deb]:-–}"
+} >"$OUT/preload-$KERNEL.md" 2>/dev/null
+cat "$OUT/preload-$KERNEL.md" 2>/dev/null
+finish

@@ -1,0 +1,149 @@
+//! Which sockets become rsockets, and the options given to them.
+//!
+//! `/etc/rdma/rsocket/preload_config` (read once) holds lines
+//! `program domain type protocol`: `#` starts a comment line, `*` matches
+//! anything; the program is a case-insensitive prefix of the process's
+//! short name; domain INET, INET6 or IB (optionally AF_/PF_), type STREAM
+//! or DGRAM (optionally SOCK_), protocol TCP or UDP (optionally IPPROTO_),
+//! all case-insensitive. A line with an unknown word is ignored. Without
+//! the file, or without a valid line, every socket is intercepted. The
+//! environment gives queue sizes and inline size for new rsockets
+//! (`RS_SQ_SIZE`, `RS_RQ_SIZE`, `RS_INLINE`).
+
+use std::sync::OnceLock;
+
+pub const FILE: &str = "/etc/rdma/rsocket/preload_config";
+const AF_IB: i32 = 27;
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// None: any program.
+    prog: Option<String>,
+    /// 0: any.
+    domain: i32,
+    ty: i32,
+    protocol: i32,
+}
+
+#[derive(Debug, Default)]
+pub struct Config {
+    rules: Vec<Rule>,
+    pub sq_size: i32,
+    pub rq_size: i32,
+    pub inline: i32,
+}
+
+fn word(w: &str, choices: &[(&[&str], i32)]) -> Option<i32> {
+    if w == "*" {
+        return Some(0);
+    }
+    choices.iter().find(|(names, _)| names.iter().any(|n| n.eq_ignore_ascii_case(w))).map(|&(_, v)| v)
+}
+
+/// The rules of a configuration file's text (bounded: at most 1024 rules,
+/// names of at most 63 bytes).
+pub fn parse(text: &str) -> Vec<Rule> {
+    let mut rules = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') || rules.len() >= 1024 {
+            continue;
+        }
+        let w: Vec<&str> = line.split_whitespace().take(4).collect();
+        if w.len() != 4 || w[0].len() > 63 {
+            continue;
+        }
+        let domain = word(
+            w[1],
+            &[
+                (&["INET", "AF_INET", "PF_INET"], libc::AF_INET),
+                (&["INET6", "AF_INET6", "PF_INET6"], libc::AF_INET6),
+                (&["IB", "AF_IB", "PF_IB"], AF_IB),
+            ],
+        );
+        let ty = word(
+            w[2],
+            &[(&["STREAM", "SOCK_STREAM"], libc::SOCK_STREAM), (&["DGRAM", "SOCK_DGRAM"], libc::SOCK_DGRAM)],
+        );
+        let protocol =
+            word(w[3], &[(&["TCP", "IPPROTO_TCP"], libc::IPPROTO_TCP), (&["UDP", "IPPROTO_UDP"], libc::IPPROTO_UDP)]);
+        let (Some(domain), Some(ty), Some(protocol)) = (domain, ty, protocol) else { continue };
+        if rules.try_reserve(1).is_err() {
+            break;
+        }
+        let prog = (w[0] != "*").then(|| w[0].to_string());
+        rules.push(Rule { prog, domain, ty, protocol });
+    }
+    rules
+}
+
+impl Config {
+    /// Whether a socket of this kind, created by program `prog`, becomes an
+    /// rsocket (`ty` without SOCK_NONBLOCK/SOCK_CLOEXEC).
+    pub fn intercepts(&self, prog: &str, domain: i32, ty: i32, protocol: i32) -> bool {
+        if self.rules.is_empty() {
+            return true;
+        }
+        let protocol = match (protocol, ty) {
+            (0, libc::SOCK_STREAM) => libc::IPPROTO_TCP,
+            (0, libc::SOCK_DGRAM) => libc::IPPROTO_UDP,
+            (p, _) => p,
+        };
+        self.rules.iter().any(|r| {
+            r.prog
+                .as_ref()
+                .is_none_or(|p| prog.len() >= p.len() && prog.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes()))
+                && (r.domain == 0 || r.domain == domain)
+                && (r.ty == 0 || r.ty == ty)
+                && (r.protocol == 0 || r.protocol == protocol)
+        })
+    }
+}
+
+fn env_int(name: &str) -> i32 {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+/// The configuration, read on first use.
+pub fn get() -> &'static Config {
+    static C: OnceLock<Config> = OnceLock::new();
+    C.get_or_init(|| Config {
+        rules: std::fs::read_to_string(FILE).map(|t| parse(&t)).unwrap_or_default(),
+        sq_size: env_int("RS_SQ_SIZE"),
+        rq_size: env_int("RS_RQ_SIZE"),
+        inline: env_int("RS_INLINE"),
+    })
+}
+
+/// The process's short name (what upstream's rules match).
+pub fn program() -> String {
+    std::fs::read_to_string("/proc/self/comm").map(|s| s.trim_end().to_string()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_as_upstream_reads_them() {
+        let rules = parse(
+            "# comment\n\
+             iperf3 INET STREAM TCP\n\
+             redis af_inet6 sock_stream *\n\
+             * * DGRAM udp\n\
+             bad PLANET STREAM TCP\n\
+             short INET\n",
+        );
+        assert_eq!(rules.len(), 3);
+        let c = Config { rules, ..Default::default() };
+        assert!(c.intercepts("iperf3", libc::AF_INET, libc::SOCK_STREAM, 0));
+        assert!(c.intercepts("IPERF3-extra", libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_TCP));
+        assert!(!c.intercepts("iperf3", libc::AF_INET6, libc::SOCK_STREAM, 0));
+        assert!(c.intercepts("redis-server", libc::AF_INET6, libc::SOCK_STREAM, 0));
+        assert!(c.intercepts("anything", libc::AF_INET, libc::SOCK_DGRAM, 0));
+        assert!(!c.intercepts("anything", libc::AF_INET, libc::SOCK_STREAM, 0));
+        assert!(!c.intercepts("bad", libc::AF_INET, libc::SOCK_STREAM, 0));
+        // No rules: everything.
+        let all = Config::default();
+        assert!(all.intercepts("x", libc::AF_INET, libc::SOCK_STREAM, 0));
+    }
+}
