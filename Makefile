@@ -22,7 +22,7 @@ LIB := $(B)/$(SOFILE)
 STATIC := target/release/librdmacm.a
 PRELOAD := $(B)/librspreload.so
 PRELOAD_STATIC := target/release/librspreload.a
-PRELOAD_SRC := $(shell find preload/src -name '*.rs') preload/src/shim.c preload/Cargo.toml preload/build.rs
+PRELOAD_SRC := $(shell find preload/src -name '*.rs') preload/Cargo.toml
 RUST_SRC := $(shell find src -name '*.rs') src/verbs_shim.c src/variadic_shim.c Cargo.toml build.rs abi-tests/layout/layout.c
 
 PREFIX ?= /usr/local
@@ -55,8 +55,13 @@ $(LIB): $(STATIC) librdmacm.map
 $(PRELOAD_STATIC): $(PRELOAD_SRC)
 	$(CARGO) build --release --quiet -p rspreload
 
-$(PRELOAD): $(PRELOAD_STATIC) preload/librspreload.map $(B)/librdmacm.so.1
-	$(CC) -shared -o $@ -Wl,--version-script=preload/librspreload.map \
+# The exports with variadic C prototypes (fcntl, fcntl64).
+$(B)/preload-shim.o: preload/src/shim.c
+	@mkdir -p $(B)
+	$(CC) -c -O2 -fPIC -Wall -Wextra -Werror -o $@ $<
+
+$(PRELOAD): $(PRELOAD_STATIC) $(B)/preload-shim.o preload/librspreload.map $(B)/librdmacm.so.1
+	$(CC) -shared -o $@ -Wl,--version-script=preload/librspreload.map $(B)/preload-shim.o \
 		-Wl,--gc-sections -Wl,-z,relro -Wl,-z,now -Wl,--strip-debug -Wl,--no-undefined \
 		-Wl,--whole-archive $(PRELOAD_STATIC) -Wl,--no-whole-archive \
 		-L$(B) -lrdmacm -lgcc_s -lpthread -ldl -lc

@@ -15,7 +15,10 @@ block of LABEL (its result line "  LABEL: RESULT" and the detail lines
 indented by 4 that follow), ours must have the expected line (RESULT for
 the result line, the trimmed text for a detail line); that line and the
 reference's line at the same place in its block are left out of the
-comparison, everything else must match.
+comparison, everything else must match. An expected line written
+"absent: TEXT" is a detail line of the reference's block that ours must
+not print (ours has no counterpart to pair it with): it is left out of
+the reference's output.
 
 Prints "ok   CASE ...", "FAIL CASE ..." (with a diff) or "SKIP CASE: why"
 per case, then a last line "counts P F K". A case whose two outputs are
@@ -108,6 +111,16 @@ def main():
         why, miss, del_o, del_r = [], [], set(), set()
         for label, want, reason in expected.get(c, []):
             ob, rb = block(o, label), block(r, label)
+            if want.startswith("absent: "):
+                text = want[len("absent: "):]
+                j = next((n for n, (_, t) in enumerate(rb) if n > 0 and t == text and (rb[n][0] not in del_r)), None)
+                if j is None or any(n > 0 and t == text for n, (_, t) in enumerate(ob)):
+                    show = lambda b: " / ".join(t for _, t in b) if b else "<no such line>"
+                    miss.append(f"[{label}: expected {ref}'s '{text}' and not ours, ours '{show(ob)}', {ref} '{show(rb)}'; {reason}]")
+                    continue
+                why.append(f"[{label}: {ref} also prints '{text}', ours does not: {reason}]")
+                del_r.add(rb[j][0])
+                continue
             j = next((n for n, (_, t) in enumerate(ob) if t == want), None)
             if j is None:
                 show = lambda b: " / ".join(t for _, t in b) if b else "<no such line>"

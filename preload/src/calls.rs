@@ -105,12 +105,12 @@ fn program() -> &'static str {
 /// Give a new rsocket `r` its application descriptor: a duplicate of
 /// `r` (close-on-exec if `cloexec`), while `r` itself is close-on-exec and
 /// private. On failure the rsocket is closed, errno is set and -1 returned.
-unsafe fn publish(r: c_int, cloexec: bool) -> c_int {
+unsafe fn publish(r: c_int, ty: c_int, cloexec: bool) -> c_int {
     // SAFETY: r is a descriptor of ours.
     unsafe {
         lib(|| rfcntl(r, libc::F_SETFD, libc::FD_CLOEXEC));
         let d = real::fcntl(r, if cloexec { libc::F_DUPFD_CLOEXEC } else { libc::F_DUPFD }, 0);
-        if d >= 0 && fds::add_rsocket(d, r) {
+        if d >= 0 && fds::set_type(r, ty) && fds::add_rsocket(d, r) {
             return d;
         }
         let e = if d < 0 { errno() } else { libc::EMFILE };
@@ -157,7 +157,7 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
             return real::socket(domain, ty, protocol);
         }
         set_options(r);
-        publish(r, ty & libc::SOCK_CLOEXEC != 0)
+        publish(r, base, ty & libc::SOCK_CLOEXEC != 0)
     })
 }
 
@@ -198,7 +198,7 @@ unsafe fn accept_rs(r: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c
     // SAFETY: our new rsocket.
     unsafe {
         lib(|| rfcntl(n, libc::F_SETFL, fl));
-        publish(n, flags & libc::SOCK_CLOEXEC != 0)
+        publish(n, libc::SOCK_STREAM, flags & libc::SOCK_CLOEXEC != 0)
     }
 }
 
@@ -273,10 +273,8 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
                 return 0;
             }
             let e = errno();
-            let mut ty: c_int = 0;
-            let mut l = std::mem::size_of::<c_int>() as socklen_t;
-            lib(|| rgetsockopt(r, libc::SOL_SOCKET, libc::SO_TYPE, &mut ty as *mut c_int as *mut c_void, &mut l));
-            if matches!(e, libc::EINPROGRESS | libc::EALREADY | libc::EISCONN | libc::EINTR) || ty != libc::SOCK_STREAM
+            if matches!(e, libc::EINPROGRESS | libc::EALREADY | libc::EISCONN | libc::EINTR)
+                || fds::type_of(r) != libc::SOCK_STREAM
             {
                 return err(e);
             }
@@ -643,7 +641,27 @@ pub unsafe extern "C" fn getsockopt(
     val: *mut c_void,
     len: *mut socklen_t,
 ) -> c_int {
-    route!(fd, |r| rgetsockopt(r, level, name, val, len), real::getsockopt(fd, level, name, val, len))
+    route!(fd, |r| getsockopt_rs(r, level, name, val, len), real::getsockopt(fd, level, name, val, len))
+}
+
+/// getsockopt on an rsocket; SO_TYPE, which rsockets do not answer, is
+/// answered here (programs ask it of any socket they are given).
+unsafe fn getsockopt_rs(r: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int {
+    let ty = fds::type_of(r);
+    if level == libc::SOL_SOCKET && name == libc::SO_TYPE && ty != 0 {
+        // SAFETY: the caller's buffer and length, as getsockopt(2).
+        unsafe {
+            if val.is_null() || len.is_null() {
+                return err(libc::EFAULT);
+            }
+            let n = (*len as usize).min(std::mem::size_of::<c_int>());
+            std::ptr::copy_nonoverlapping(&ty as *const c_int as *const u8, val as *mut u8, n);
+            *len = n as socklen_t;
+        }
+        return 0;
+    }
+    // SAFETY: as above.
+    lib(|| unsafe { rgetsockopt(r, level, name, val, len) })
 }
 
 /// A new application descriptor `n` (from dup, dup2, dup3, F_DUPFD) now

@@ -69,6 +69,9 @@ impl Slots {
 /// an rsocket whose librdmacm descriptor is r.
 static KIND: Slots = Slots::new();
 static REFS: Slots = Slots::new();
+/// The socket type (SOCK_STREAM, SOCK_DGRAM) of each rsocket, by its
+/// librdmacm descriptor.
+static TYPES: Slots = Slots::new();
 const REPOLL: i32 = -1;
 
 /// What an application descriptor is.
@@ -103,6 +106,22 @@ pub fn add_rsocket(fd: i32, r: i32) -> bool {
     n.fetch_add(1, Ordering::AcqRel);
     k.store(r + 1, Ordering::Release);
     true
+}
+
+/// Remember rsocket `r`'s type; false without memory.
+pub fn set_type(r: i32, ty: i32) -> bool {
+    match TYPES.slot(r, true) {
+        Some(t) => {
+            t.store(ty, Ordering::Release);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Rsocket `r`'s type (0: unknown).
+pub fn type_of(r: i32) -> i32 {
+    TYPES.get(r)
 }
 
 /// Record `fd` as a repoll instance.
@@ -160,5 +179,8 @@ mod tests {
         assert_eq!(kind(-5), Kind::Other);
         assert_eq!(kind(LIMIT + 10), Kind::Other);
         assert!(any_rsocket([1, 2]).eq(&false));
+        assert!(set_type(7000, libc::SOCK_STREAM));
+        assert_eq!(type_of(7000), libc::SOCK_STREAM);
+        assert_eq!(type_of(7001), 0);
     }
 }
