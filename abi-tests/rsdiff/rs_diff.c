@@ -1103,13 +1103,13 @@ static void c_repoll_closed(void)
 	ep_add("ADD pipe IN, data 1", ep, p[0], EPOLLIN, 1);
 	close(p[0]);
 	ep_wait("wait, the pipe closed", ep, 8, 0);
-	R("rclose", rclose(ep));
+	R("rclose the first instance", rclose(ep));
 	if (pair(&l, &srv, &cli) == 0) {
 		ep = p_repoll_create(0);
 		ep_add("ADD rsocket OUT, data 4", ep, cli, EPOLLOUT, 4);
 		R("rclose the rsocket", rclose(cli));
 		ep_wait("wait, the rsocket closed", ep, 8, 0);
-		R("rclose", rclose(ep));
+		R("rclose the second instance", rclose(ep));
 		rclose(srv);
 		rclose(l);
 	}
