@@ -150,10 +150,10 @@ declare -A REDIS_PING
 # rdma-core's own rstream in its plain-socket mode (-T s), the program
 # upstream meant for its preload: 1000 verified 64 KiB transfers.
 case_rstream() {
-	env "${env[@]}" timeout -k 2 "$T" rstream -T sv -b "$ADDR" -p "$port" -S 65536 -C 1000 &
+	env "${env[@]}" timeout -k 2 "$T" rstream -T s -T v -b "$ADDR" -p "$port" -S 65536 -C 1000 &
 	local s=$!
 	wait_port "$port" "$s"
-	env "${env[@]}" timeout -k 2 "$T" rstream -T sv -s "$ADDR" -p "$port" -S 65536 -C 1000 || why="client exit $?"
+	env "${env[@]}" timeout -k 2 "$T" rstream -T s -T v -s "$ADDR" -p "$port" -S 65536 -C 1000 || why="client exit $?"
 	wait "$s" || why="${why:+$why; }server exit $?"
 }
 
@@ -196,6 +196,48 @@ if ((rc == 0)) && cmp -s "$tmp/in.bin" "$tmp/out.bin" && ((t1 > t0)); then
 	ok "fallback: a preloaded client reaches a TCP server on 127.0.0.1 over TCP"
 else
 	bad "fallback to TCP: client exit $rc, $((t1 - t0)) TCP opens, copy $(cmp -s "$tmp/in.bin" "$tmp/out.bin" && echo same || echo differs)"
+fi
+
+# socat through our preload under valgrind, both sides: the copy succeeds
+# and valgrind reports no invalid access or uninitialised use inside the
+# preload or librdmacm and no block definitely or indirectly lost through
+# them.
+preload_problems() { # log
+	awk '
+		/== *$/ { if (rec != "" && keep) print rec; rec = ""; keep = 0; next }
+		{ sub(/^==[0-9]+== /, ""); rec = rec "\n    " $0 }
+		/librdmacm\.so|librspreload\.so/ { if (rec ~ /(definitely|indirectly) lost in|Invalid (read|write|free)|uninitialised|Mismatched free/) keep = 1 }
+		END { if (rec != "" && keep) print rec }
+	' "$1"
+}
+if command -v valgrind >/dev/null; then
+	VG=(valgrind --leak-check=full --show-leak-kinds=definite,indirect --num-callers=30 --error-exitcode=0)
+	head -c 1048576 /dev/urandom >"$tmp/vg.bin"
+	rm -f "$tmp/vg.out"
+	env LD_LIBRARY_PATH="$tmp/ours" LD_PRELOAD="$PRE" timeout -k 5 300 "${VG[@]}" --log-file="$tmp/vg-server.log" \
+		socat -u "TCP4-LISTEN:7798,bind=$ADDR,reuseaddr" "OPEN:$tmp/vg.out,creat,trunc" &
+	s=$!
+	wait_port 7798 "$s"
+	sleep 2
+	env LD_LIBRARY_PATH="$tmp/ours" LD_PRELOAD="$PRE" timeout -k 5 300 "${VG[@]}" --log-file="$tmp/vg-client.log" \
+		socat -u "OPEN:$tmp/vg.bin" "TCP4:$ADDR:7798"
+	crc=$?
+	wait "$s"
+	src=$?
+	if ((crc == 0 && src == 0)) && cmp -s "$tmp/vg.bin" "$tmp/vg.out"; then
+		for side in server client; do
+			probs=$(preload_problems "$tmp/vg-$side.log")
+			if [ -z "$probs" ]; then
+				ok "socat $side through our preload under valgrind: nothing in the preload or librdmacm ($(grep -E 'ERROR SUMMARY' "$tmp/vg-$side.log" | sed 's/^==[0-9]*== *//'))"
+			else
+				bad "socat $side through our preload under valgrind:$probs"
+			fi
+		done
+	else
+		bad "socat through our preload under valgrind: server exit $src, client exit $crc, copy $(cmp -s "$tmp/vg.bin" "$tmp/vg.out" && echo same || echo differs)"
+	fi
+else
+	skp "valgrind is not installed"
 fi
 
 {
