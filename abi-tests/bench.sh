@@ -52,3 +52,9 @@ echo
 echo "rsockets (soft-RoCE guest):"
 bash abi-tests/vm/run.sh --kernel 6.1 --timeout 1500 -- bash -c 'ROUNDS=5 bash abi-tests/bench/rs-bench-guest.sh' |
 	grep -v 'reboot: Power down'
+
+# Unmodified programs through the preload library, in a third boot.
+echo
+echo "librspreload (soft-RoCE guest):"
+bash abi-tests/vm/run.sh --kernel 6.1 --timeout 1500 -- bash -c 'ROUNDS=5 bash abi-tests/bench/preload-bench-guest.sh' |
+	grep -v 'reboot: Power down'
