@@ -8,7 +8,9 @@
 //! each connection's completion channel (so that data wakes the caller
 //! directly). No fixed wake-up interval is needed.
 
+use super::dgram::{self, DgSocket};
 use super::socket::{self, Call, Inner, Phase, RSocket};
+use crate::cmem::Shared;
 use crate::error::{Error, Result};
 use std::time::{Duration, Instant};
 
@@ -54,12 +56,22 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
     r
 }
 
+/// What an entry of the caller's set is.
+enum Entry {
+    Stream(Call),
+    Dgram(Shared<DgSocket>),
+    Plain,
+}
+
 /// `rpoll`: the number of entries with events, 0 at the timeout.
 pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
     let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
-    let mut socks: Vec<Option<Call>> = Vec::new();
+    let mut socks: Vec<Entry> = Vec::new();
     socks.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
-    socks.extend(fds.iter().map(|p| socket::lookup(p.fd).ok().map(|s| RSocket::enter(&s))));
+    socks.extend(fds.iter().map(|p| match socket::lookup(p.fd) {
+        Ok(s) => Entry::Stream(RSocket::enter(&s)),
+        Err(_) => dgram::lookup(p.fd).map_or(Entry::Plain, Entry::Dgram),
+    }));
     // Where each entry's descriptors sit in the set: (self, completion).
     let mut set: Vec<libc::pollfd> = Vec::new();
     set.try_reserve_exact(2 * fds.len()).map_err(|_| Error::NOMEM)?;
@@ -73,7 +85,21 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
         for (p, s) in fds.iter_mut().zip(&socks) {
             p.revents = 0;
             match s {
-                Some(s) => {
+                Entry::Dgram(d) => {
+                    // The engine keeps a datagram socket's descriptor up to
+                    // date: sleep on it.
+                    p.revents = dgram::revents(d, p.events);
+                    if p.revents != 0 {
+                        ready += 1;
+                    }
+                    slots.push((set.len(), None));
+                    set.push(libc::pollfd {
+                        fd: d.fd(),
+                        events: p.events & (libc::POLLIN | libc::POLLOUT),
+                        revents: 0,
+                    });
+                }
+                Entry::Stream(s) => {
                     let mut g = s.lock();
                     p.revents = revents(&mut g, p.events);
                     let mut comp = None;
@@ -108,7 +134,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
                         set.push(libc::pollfd { fd: c, events: libc::POLLIN, revents: 0 });
                     }
                 }
-                None => {
+                Entry::Plain => {
                     slots.push((set.len(), None));
                     set.push(libc::pollfd { fd: p.fd, events: p.events, revents: 0 });
                 }
@@ -129,7 +155,14 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
         }
         for ((p, s), &(i, comp)) in fds.iter_mut().zip(&socks).zip(&slots) {
             match s {
-                Some(s) => {
+                Entry::Dgram(d) => {
+                    let was = p.revents;
+                    p.revents = dgram::revents(d, p.events);
+                    if was == 0 && p.revents != 0 {
+                        ready += 1;
+                    }
+                }
+                Entry::Stream(s) => {
                     let mut g = s.lock();
                     if comp.is_some_and(|c| set[c].revents != 0) {
                         if let Some(c) = g.conn.as_mut() {
@@ -142,7 +175,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
                         ready += 1;
                     }
                 }
-                None => {
+                Entry::Plain => {
                     p.revents = set[i].revents;
                     if p.revents != 0 {
                         ready += 1;
