@@ -1,9 +1,11 @@
 //! One UD queue pair of a datagram rsocket (there is one per local source
 //! address): its CM id (port space UDP, bound to the address and the
-//! socket's UDP port), a completion channel and one CQ for sends and
-//! receives, the QP, and two registered regions of 2048-byte slots (sends;
-//! receives, plus the 40-byte area every receive's GRH lands in), and
-//! address handles for the peers it sends to.
+//! socket's UDP port), a completion channel with a receive CQ and a send
+//! CQ on it (a thread waiting for a datagram is not woken by its own send
+//! completions; the send CQ is armed only while a send slot is awaited),
+//! the QP, and two registered regions of 2048-byte slots (sends; receives,
+//! plus the 40-byte area every receive's GRH lands in), and address handles
+//! for the peers it sends to.
 //!
 //! Everything here runs under the owning socket's mutex and never blocks.
 //! A received message is checked (`DsHeader::decode`, lengths against the
@@ -41,10 +43,11 @@ impl Drop for Ah {
     }
 }
 
-/// The verbs resources, in drop order: QP, CQ, channel, memory.
+/// The verbs resources, in drop order: QP, CQs, channel, memory.
 struct Res {
     _qp_owner: QpOwner,
-    cq: CqOwner,
+    rcq: CqOwner,
+    scq: CqOwner,
     comp: CompOwner,
     rbuf: Region,
     sbuf: Region,
@@ -78,7 +81,9 @@ pub struct DgQp {
     sq_size: u32,
     rq_size: u32,
     sq_inline: u32,
-    armed: bool,
+    /// Whether each CQ is armed (its next completion raises an event).
+    r_armed: bool,
+    s_armed: bool,
 }
 
 // SAFETY: libibverbs objects, used under the socket's mutex.
@@ -127,7 +132,8 @@ impl DgQp {
             sq_size: 0,
             rq_size: 0,
             sq_inline: 0,
-            armed: false,
+            r_armed: false,
+            s_armed: false,
         };
         let (b, n) = local.to_bytes();
         id.bind(&RawAddr::from_bytes(&b, n))?;
@@ -149,16 +155,21 @@ impl DgQp {
             let fl = libc::fcntl(comp_fd, libc::F_GETFL);
             libc::fcntl(comp_fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
         }
-        // SAFETY: open context, our channel.
-        let cqp = unsafe { verbs::ibv_create_cq(ctx, (sq + rq) as i32, std::ptr::null_mut(), chan, 0) };
-        if cqp.is_null() {
-            return Err(last_err(libc::ENOMEM));
-        }
-        let cq = CqOwner { cq: cqp, unacked: 0 };
+        let new_cq = |n: u32| {
+            // SAFETY: open context, our channel.
+            let cq = unsafe { verbs::ibv_create_cq(ctx, n as i32, std::ptr::null_mut(), chan, 0) };
+            if cq.is_null() {
+                Err(last_err(libc::ENOMEM))
+            } else {
+                Ok(CqOwner { cq, unacked: 0 })
+            }
+        };
+        let rcq = new_cq(rq)?;
+        let scq = new_cq(sq)?;
         let mut attr = ibv_qp_init_attr {
             qp_context: std::ptr::null_mut(),
-            send_cq: cqp,
-            recv_cq: cqp,
+            send_cq: scq.cq,
+            recv_cq: rcq.cq,
             srq: std::ptr::null_mut(),
             cap: ibv_qp_cap {
                 max_send_wr: sq,
@@ -194,11 +205,11 @@ impl DgQp {
         let (h, hl) = DsHeader { src: *local }.encode();
         q.hdr = h;
         q.hdr_len = hl;
-        q.res = Some(Res { _qp_owner: qp_owner, cq, comp, rbuf, sbuf });
+        q.res = Some(Res { _qp_owner: qp_owner, rcq, scq, comp, rbuf, sbuf });
         for slot in 0..rq {
             q.post_recv(slot)?;
         }
-        q.arm();
+        q.arm(false);
         Ok(q)
     }
 
@@ -299,16 +310,32 @@ impl DgQp {
     /// anything completed.
     pub fn poll(&mut self, mut recv: impl FnMut(&mut DgQp, u32, usize, u32)) -> bool {
         let mut any = false;
-        let mut wcs = [ibv_wc::default(); POLL_BATCH];
-        loop {
-            let cq = self.res().cq.cq;
-            // SAFETY: our live CQ; room for POLL_BATCH completions.
-            let n = unsafe { verbs::rdmacm_shim_poll_cq(cq, POLL_BATCH as i32, wcs.as_mut_ptr()) };
-            if n <= 0 {
-                return any;
+        let mut wcs = std::mem::MaybeUninit::<[ibv_wc; POLL_BATCH]>::uninit();
+        // The send CQ only while sends are outstanding.
+        let cqs = [self.res().rcq.cq, if self.sends_idle() { std::ptr::null_mut() } else { self.res().scq.cq }];
+        for cq in cqs.into_iter().filter(|c| !c.is_null()) {
+            loop {
+                let base = wcs.as_mut_ptr() as *mut ibv_wc;
+                // SAFETY: our live CQ; room for POLL_BATCH completions.
+                let n = unsafe { verbs::rdmacm_shim_poll_cq(cq, POLL_BATCH as i32, base) };
+                if n <= 0 {
+                    break;
+                }
+                any = true;
+                // SAFETY: the provider filled the first n entries.
+                let done = unsafe { std::slice::from_raw_parts(base, n as usize) };
+                self.completed(done, &mut recv);
+                if (n as usize) < POLL_BATCH {
+                    break;
+                }
             }
-            any = true;
-            for wc in &wcs[..n as usize] {
+        }
+        any
+    }
+
+    fn completed(&mut self, wcs: &[ibv_wc], recv: &mut impl FnMut(&mut DgQp, u32, usize, u32)) {
+        {
+            for wc in wcs {
                 let slot = (wc.wr_id & 0xffff_ffff) as u32;
                 if wc.wr_id & RECV != 0 {
                     if slot < self.rq_size {
@@ -320,9 +347,6 @@ impl DgQp {
                     // (The free list has room reserved for every slot.)
                     self.free.push(slot);
                 }
-            }
-            if (n as usize) < POLL_BATCH {
-                return any;
             }
         }
     }
@@ -351,20 +375,32 @@ impl DgQp {
         let _ = qp::to_state(&self.id, verbs::IBV_QPS_ERR);
     }
 
-    /// Arm the CQ (the engine hears of the next completion).
-    pub fn arm(&mut self) {
-        let cq = self.res().cq.cq;
-        // SAFETY: our live CQ.
-        unsafe { verbs::rdmacm_shim_req_notify_cq(cq, 0) };
-        self.armed = true;
+    /// Arm the receive CQ and, if `send`, the send CQ (each once until its
+    /// next event): the next completion raises an event. True if one was
+    /// armed now (what completed before raised none: poll again).
+    pub fn arm(&mut self, send: bool) -> bool {
+        let mut newly = false;
+        if !self.r_armed {
+            // SAFETY: our live CQ.
+            unsafe { verbs::rdmacm_shim_req_notify_cq(self.res().rcq.cq, 0) };
+            self.r_armed = true;
+            newly = true;
+        }
+        if send && !self.s_armed {
+            // SAFETY: our live CQ.
+            unsafe { verbs::rdmacm_shim_req_notify_cq(self.res().scq.cq, 0) };
+            self.s_armed = true;
+            newly = true;
+        }
+        newly
     }
 
     /// Read the completion events waiting on the channel (non-blocking);
-    /// true if there were any (the CQ is then no longer armed).
+    /// true if there were any (their CQs are then no longer armed).
     pub fn take_events(&mut self) -> bool {
         let mut got = false;
         let res = self.res.as_mut().expect("resources live while the QP is");
-        loop {
+        while self.r_armed || self.s_armed {
             let mut cq = std::ptr::null_mut();
             let mut ctx = std::ptr::null_mut();
             // SAFETY: our channel, non-blocking.
@@ -372,15 +408,19 @@ impl DgQp {
                 break;
             }
             got = true;
-            res.cq.unacked += 1;
-            if res.cq.unacked >= 64 {
+            let owner = if cq == res.rcq.cq {
+                self.r_armed = false;
+                &mut res.rcq
+            } else {
+                self.s_armed = false;
+                &mut res.scq
+            };
+            owner.unacked += 1;
+            if owner.unacked >= 64 {
                 // SAFETY: our CQ; unacked events of it.
-                unsafe { verbs::ibv_ack_cq_events(res.cq.cq, res.cq.unacked) };
-                res.cq.unacked = 0;
+                unsafe { verbs::ibv_ack_cq_events(owner.cq, owner.unacked) };
+                owner.unacked = 0;
             }
-        }
-        if got {
-            self.armed = false;
         }
         got
     }

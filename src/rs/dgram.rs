@@ -37,6 +37,7 @@ use crate::handle::Table;
 use crate::sockaddr::RawAddr;
 use std::collections::{HashMap, VecDeque};
 use std::io::{IoSlice, IoSliceMut};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -116,6 +117,22 @@ pub struct DgSocket {
     /// The engine's event channel (every id of the socket lives on it).
     ch: Shared<Channel>,
     inner: Mutex<Inner>,
+    /// Application threads inside a call on the socket.
+    active: AtomicU32,
+    /// Calls finished (the engine sees whether the application came back).
+    exits: AtomicU32,
+    /// The count the engine saw at its last look.
+    exits_seen: AtomicU32,
+    /// Whether the engine watches the QPs' completion channels (one-shot:
+    /// a delivered event disables the watch). A thread about to sleep on
+    /// the channels itself turns it off; the engine turns it on again
+    /// once the application has stayed out of calls for a while
+    /// (`handoffs`), so that it neither wakes together with a waiting
+    /// thread nor for every completion of an application that calls in all
+    /// the time.
+    watching: AtomicBool,
+    /// In the hand-off list.
+    listed: AtomicBool,
 }
 
 /// A route resolution in flight for a peer's address handle.
@@ -133,13 +150,17 @@ static TOKENS: Table<(Shared<DgSocket>, bool)> = Table::new();
 /// Resolutions in flight, by their id's key.
 static RESOLVERS: Table<Resolver> = Table::new();
 
+/// Register a descriptor in the engine's epoll set: the UDP socket
+/// (level-triggered, always) or a completion channel (one-shot, see
+/// `DgSocket::watching`).
 fn watch(s: &Shared<DgSocket>, fd: i32, udp: bool) -> Result<()> {
     let ep = socket::engine_epoll();
     if ep < 0 {
         return Err(Error::Errno(libc::EIO));
     }
     TOKENS.insert(fd as usize, (s.clone(), udp))?;
-    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: DG_TOKEN | fd as u64 };
+    let events = if udp { libc::EPOLLIN as u32 } else { socket::WATCH_EVENTS };
+    let mut ev = libc::epoll_event { events, u64: DG_TOKEN | fd as u64 };
     // SAFETY: the engine's epoll set; our descriptor.
     if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
         let e = Error::last_os();
@@ -147,6 +168,19 @@ fn watch(s: &Shared<DgSocket>, fd: i32, udp: bool) -> Result<()> {
         return Err(e);
     }
     Ok(())
+}
+
+/// Enable (`on`) or disable the engine's one-shot watch of a completion
+/// channel.
+fn watch_mod(fd: i32, on: bool) {
+    let ep = socket::engine_epoll();
+    if ep >= 0 && fd >= 0 {
+        let events = if on { socket::WATCH_EVENTS } else { 0 };
+        let mut ev = libc::epoll_event { events, u64: DG_TOKEN | fd as u64 };
+        // SAFETY: the engine's epoll set; a registered descriptor (or one
+        // removed meanwhile: ENOENT, harmless).
+        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_MOD, fd, &mut ev) };
+    }
 }
 
 fn unwatch(fd: i32) {
@@ -178,6 +212,11 @@ pub fn create(ch: &Shared<Channel>, domain: i32, opts: Opts, cloexec: bool) -> R
             closed: false,
             err: 0,
         }),
+        active: AtomicU32::new(0),
+        exits: AtomicU32::new(0),
+        exits_seen: AtomicU32::new(0),
+        watching: AtomicBool::new(true),
+        listed: AtomicBool::new(false),
     })?;
     watch(&s, s.udp.fd(), true)?;
     let fd = s.sig.fd();
@@ -221,6 +260,220 @@ impl DgSocket {
             g.shown = shown;
         }
     }
+}
+
+/// An application call in progress on a socket (`enter`): the last one
+/// out lets the engine take over the completions if the application stays
+/// away (`handoffs`).
+pub struct Call {
+    s: Shared<DgSocket>,
+}
+
+impl std::ops::Deref for Call {
+    type Target = Shared<DgSocket>;
+    fn deref(&self) -> &Shared<DgSocket> {
+        &self.s
+    }
+}
+
+/// An application call begins on `s`.
+pub fn enter(s: &Shared<DgSocket>) -> Call {
+    s.active.fetch_add(1, Ordering::SeqCst);
+    Call { s: s.clone() }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        let s = &self.s;
+        s.exits.fetch_add(1, Ordering::SeqCst);
+        if s.active.fetch_sub(1, Ordering::SeqCst) == 1 && !s.watching.load(Ordering::SeqCst) {
+            list_for_handoff(s);
+        }
+    }
+}
+
+/// Sockets whose application left a call while the engine's watch was
+/// off: (socket, when to look next in engine ms (0: not looked at yet),
+/// patience in ms).
+static HANDOFF: Mutex<Vec<(Shared<DgSocket>, u64, u32)>> = Mutex::new(Vec::new());
+
+fn list_for_handoff(s: &Shared<DgSocket>) {
+    if s.listed.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+    if h.try_reserve(1).is_err() {
+        // No memory for the list: hand over at once.
+        drop(h);
+        s.listed.store(false, Ordering::SeqCst);
+        hand_over(s);
+        return;
+    }
+    let first = h.is_empty();
+    h.push((s.clone(), 0, 1));
+    drop(h);
+    if first {
+        socket::kick_engine();
+    }
+}
+
+/// The engine takes over: completions taken, CQs armed, its watch on.
+fn hand_over(s: &DgSocket) {
+    let mut g = s.lock();
+    if g.closed {
+        return;
+    }
+    for q in g.qps.iter_mut() {
+        q.take_events();
+    }
+    settle(&mut g);
+    watch_on(s, &g);
+    s.show(&mut g);
+}
+
+/// The engine's look at the hand-off list at `now` (engine ms): sockets
+/// whose application stayed out of calls since the last look are handed
+/// over; each of the others is looked at again later, twice as late each
+/// time it turned out to be back (1 ms up to `socket::HANDOFF_MAX_MS`).
+/// When to look next, if any socket is left.
+pub fn handoffs(now: u64) -> Option<u64> {
+    let mut list = std::mem::take(&mut *HANDOFF.lock().unwrap_or_else(|e| e.into_inner()));
+    if list.is_empty() {
+        return None;
+    }
+    let mut next = u64::MAX;
+    list.retain_mut(|(s, due, patience)| {
+        if *due == 0 {
+            s.exits_seen.store(s.exits.load(Ordering::SeqCst), Ordering::SeqCst);
+            *due = now + *patience as u64;
+        } else if now >= *due {
+            let exits = s.exits.load(Ordering::SeqCst);
+            if s.active.load(Ordering::SeqCst) == 0 && s.exits_seen.load(Ordering::SeqCst) == exits {
+                s.listed.store(false, Ordering::SeqCst);
+                hand_over(s);
+                return false;
+            }
+            s.exits_seen.store(exits, Ordering::SeqCst);
+            *patience = (*patience * 2).min(socket::HANDOFF_MAX_MS);
+            *due = now + *patience as u64;
+        }
+        next = next.min(*due);
+        true
+    });
+    let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+    if !h.is_empty() {
+        // Joined meanwhile: looked at within a tick.
+        next = next.min(now + 1);
+        if h.try_reserve(list.len()).is_ok() {
+            h.append(&mut list);
+        } else {
+            drop(h);
+            for (s, _, _) in list {
+                s.listed.store(false, Ordering::SeqCst);
+                hand_over(&s);
+            }
+            h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+        }
+    } else {
+        *h = list;
+    }
+    (!h.is_empty()).then_some(next)
+}
+
+/// The calling thread is about to sleep in a poller (`repoll_wait`): every
+/// listed socket whose application is out of calls is handed over now.
+pub fn hand_over_now() {
+    let list = std::mem::take(&mut *HANDOFF.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut keep = Vec::new();
+    let _ = keep.try_reserve(list.len());
+    for (s, due, patience) in list {
+        if s.active.load(Ordering::SeqCst) == 0 {
+            s.listed.store(false, Ordering::SeqCst);
+            hand_over(&s);
+        } else if keep.len() < keep.capacity() {
+            keep.push((s, due, patience));
+        } else {
+            s.listed.store(false, Ordering::SeqCst);
+        }
+    }
+    if !keep.is_empty() {
+        let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+        if h.try_reserve(keep.len()).is_ok() {
+            h.append(&mut keep);
+        } else {
+            for (s, _, _) in keep {
+                s.listed.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// The engine watches the completion channels again.
+fn watch_on(s: &DgSocket, g: &Inner) {
+    s.watching.store(true, Ordering::SeqCst);
+    for q in &g.qps {
+        watch_mod(q.comp_fd, true);
+    }
+}
+
+/// A thread sleeps on the completion channels itself: the engine need not
+/// wake too.
+fn watch_off(s: &DgSocket, g: &Inner) {
+    if s.watching.swap(false, Ordering::SeqCst) {
+        for q in &g.qps {
+            watch_mod(q.comp_fd, false);
+        }
+    }
+}
+
+/// Progress with the CQs left armed: completions taken, the CQs armed,
+/// and, if one was armed now, polled once more (what completed before the
+/// arming raised no event). Whether anything completed.
+fn settle(g: &mut Inner) -> bool {
+    let mut moved = progress(g);
+    let mut armed = false;
+    for q in g.qps.iter_mut() {
+        // The send CQ only while no send slot is free (a sender waits, or
+        // the descriptor must turn writable).
+        let send = !q.has_free_slot();
+        armed |= q.arm(send);
+    }
+    if armed {
+        moved |= progress(g);
+    }
+    moved
+}
+
+/// Before a thread sleeps on the socket: the engine's watch off, the CQs
+/// armed; whether something completed meanwhile (then look again before
+/// sleeping). The completion channels to sleep on are added to `fds`
+/// (as many as fit its capacity).
+pub fn prepare_wait(s: &DgSocket, g: &mut Inner, fds: &mut Vec<libc::pollfd>) -> bool {
+    watch_off(s, g);
+    if settle(g) {
+        return true;
+    }
+    for q in &g.qps {
+        if fds.len() < fds.capacity() {
+            fds.push(libc::pollfd { fd: q.comp_fd, events: libc::POLLIN, revents: 0 });
+        }
+    }
+    false
+}
+
+/// After a sleep: take the events of the channels that fired.
+pub fn after_wait(g: &mut Inner, fired: &[libc::pollfd]) {
+    for p in fired.iter().filter(|p| p.revents != 0) {
+        if let Some(q) = g.qps.iter_mut().find(|q| q.comp_fd == p.fd) {
+            q.take_events();
+        }
+    }
+}
+
+/// How many descriptors a wait on the socket may need (its own, each QP's
+/// channel).
+pub fn wait_fds(s: &DgSocket) -> usize {
+    1 + s.lock().qps.len()
 }
 
 /// What the descriptor reports: readable with a datagram queued, writable
@@ -362,17 +615,25 @@ fn sleep<'a>(
             std::hint::spin_loop();
         }
     }
+    // The socket's descriptor (what the engine changes: datagrams that came
+    // over UDP), one more descriptor if asked, and the QPs' channels.
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    fds.try_reserve_exact(2 + g.qps.len()).map_err(|_| Error::NOMEM)?;
+    fds.push(libc::pollfd { fd: s.sig.fd(), events, revents: 0 });
+    if let Some((fd, ev)) = also {
+        fds.push(libc::pollfd { fd, events: ev, revents: 0 });
+    }
+    let own = fds.len();
+    if prepare_wait(s, &mut g, &mut fds) {
+        return Ok(g);
+    }
     s.show(&mut g);
     drop(g);
-    let mut fds = [
-        libc::pollfd { fd: s.sig.fd(), events, revents: 0 },
-        libc::pollfd { fd: also.map_or(-1, |a| a.0), events: also.map_or(0, |a| a.1), revents: 0 },
-    ];
-    let n = if also.is_some() { 2 } else { 1 };
-    // SAFETY: n valid pollfds.
-    let r = unsafe { libc::poll(fds.as_mut_ptr(), n, SLEEP_SLICE_MS) };
+    // SAFETY: valid pollfds.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, SLEEP_SLICE_MS) };
     let e = crate::error::errno();
-    let g = s.lock();
+    let mut g = s.lock();
+    after_wait(&mut g, &fds[own..]);
     if r < 0 && e == libc::EINTR {
         return Err(Error::Errno(libc::EINTR));
     }
@@ -388,6 +649,7 @@ fn nonblocking(g: &Inner, flags: i32) -> bool {
 
 /// `rbind`: the endpoint, then the UDP socket's bind.
 pub fn bind(s: &Shared<DgSocket>, addr: &RawAddr) -> Result<()> {
+    let _call = enter(s);
     let mut g = s.lock();
     init(&mut g)?;
     let r = s.udp.bind(addr);
@@ -399,6 +661,7 @@ pub fn bind(s: &Shared<DgSocket>, addr: &RawAddr) -> Result<()> {
 /// destination (its QP made now; its address handle comes with the
 /// peer's first answer).
 pub fn connect(s: &Shared<DgSocket>, addr: &RawAddr) -> Result<()> {
+    let _call = enter(s);
     let mut g = s.lock();
     init(&mut g)?;
     s.show(&mut g);
@@ -416,6 +679,7 @@ pub fn connect(s: &Shared<DgSocket>, addr: &RawAddr) -> Result<()> {
 /// datagram does not fit one message (a 2048-byte slot with our header, and
 /// the path's MTU).
 pub fn send(s: &Shared<DgSocket>, src: &[IoSlice], flags: i32, to: Option<&RawAddr>) -> Result<usize> {
+    let _call = enter(s);
     let (mut g, r) = send_locked(s, s.lock(), src, flags, to);
     s.show(&mut g);
     r
@@ -426,9 +690,8 @@ type Locked<'a, T> = (MutexGuard<'a, Inner>, Result<T>);
 /// What one look at the destination decided.
 enum Step {
     Done(Result<usize>),
-    /// Over UDP: the datagram's length (in the caller's buffer), its
-    /// header's length, the peer.
-    Udp(usize, usize, SockAddr),
+    /// Over UDP, behind this header, to this peer.
+    Udp(UdpHeader, SockAddr),
     /// No send slot: progress, then wait for one.
     Full,
 }
@@ -455,7 +718,6 @@ fn send_locked<'a>(
         Ok(k) => k,
         Err(e) => return (g, Err(e)),
     };
-    let mut buf = [0u8; UDP_MAX];
     loop {
         let nonblock = nonblocking(&g, flags);
         let step = {
@@ -475,23 +737,15 @@ fn send_locked<'a>(
                     } else {
                         // No address handle yet: over UDP, our QP number in
                         // front.
-                        let h = UdpHeader { v6: q.local.v6, op: UDP_OP_DATA, qpn: q.qpn, addr: q.local.addr };
-                        let hl = h.len();
-                        buf[..hl].copy_from_slice(&h.encode()[..hl]);
-                        let mut at = hl;
-                        for b in src {
-                            buf[at..at + b.len()].copy_from_slice(b);
-                            at += b.len();
-                        }
-                        Step::Udp(at, hl, d.addr)
+                        Step::Udp(UdpHeader { v6: q.local.v6, op: UDP_OP_DATA, qpn: q.qpn, addr: q.local.addr }, d.addr)
                     }
                 }
             }
         };
         match step {
             Step::Done(r) => return (g, r),
-            Step::Udp(len, hl, peer) => match s.udp.send_to(&buf[..len], &peer) {
-                Ok(n) => return (g, Ok(n.saturating_sub(hl))),
+            Step::Udp(h, peer) => match udp_send(&s.udp, &h, src, &peer) {
+                Ok(n) => return (g, Ok(n)),
                 Err(Error::Errno(libc::EAGAIN)) if !nonblock => {
                     g = match sleep(s, g, 0, Some((s.udp.fd(), libc::POLLOUT))) {
                         Ok(g) => g,
@@ -516,6 +770,22 @@ fn send_locked<'a>(
     }
 }
 
+/// Send header `h` and the slices' bytes as one UDP datagram to `peer`:
+/// the payload bytes sent.
+fn udp_send(udp: &Udp, h: &UdpHeader, src: &[IoSlice], peer: &SockAddr) -> Result<usize> {
+    let hl = h.len();
+    let mut buf = [0u8; UDP_MAX];
+    buf[..hl].copy_from_slice(&h.encode()[..hl]);
+    let mut at = hl;
+    for b in src {
+        // (The caller checked that the payload fits a slot.)
+        let n = b.len().min(UDP_MAX - at);
+        buf[at..at + n].copy_from_slice(&b[..n]);
+        at += n;
+    }
+    udp.send_to(&buf[..at], peer).map(|n| n.saturating_sub(hl))
+}
+
 /// A datagram received: bytes copied, its full length, its source.
 pub struct Received {
     pub copied: usize,
@@ -527,6 +797,7 @@ pub struct Received {
 /// buffers are shorter; the rest is dropped unless `MSG_PEEK`). EINVAL
 /// before the endpoint exists (upstream's rule).
 pub fn recv(s: &Shared<DgSocket>, dst: &mut [IoSliceMut], flags: i32) -> Result<Received> {
+    let _call = enter(s);
     let (mut g, r) = recv_locked(s, s.lock(), dst, flags);
     s.show(&mut g);
     r
@@ -593,12 +864,18 @@ fn take(g: &mut Inner, dst: &mut [IoSliceMut], peek: bool) -> Option<Received> {
 }
 
 /// rpoll's events for a datagram socket (after progress): POLLIN with a
-/// datagram queued, POLLOUT when a send can go.
-pub fn revents(s: &Shared<DgSocket>, events: i16) -> i16 {
+/// datagram queued, POLLOUT when a send can go. The caller is inside a
+/// call (`enter`).
+pub fn revents(s: &DgSocket, events: i16) -> i16 {
     let mut g = s.lock();
-    progress(&mut g);
-    let r = readiness(&g);
-    s.show(&mut g);
+    revents_locked(s, &mut g, events)
+}
+
+/// [`revents`] with the lock held.
+pub fn revents_locked(s: &DgSocket, g: &mut Inner, events: i16) -> i16 {
+    progress(g);
+    let r = readiness(g);
+    s.show(g);
     let mut out = 0;
     if events & libc::POLLIN != 0 && r.readable {
         out |= libc::POLLIN;
@@ -673,23 +950,32 @@ pub fn on_ready(fd: i32) {
     }
 }
 
-/// A QP's completion channel has events: take them, the completions, and
-/// arm the CQs again (polling once more after the arming, so that nothing
-/// that completed in between goes unheard).
+/// A QP's completion channel fired (the engine's one-shot watch of it is
+/// now off): the engine's watch goes off for every channel; the events,
+/// the completions are taken and the CQs armed again; the watch comes back
+/// on at once unless the application is inside a call (whose end lists
+/// the socket for a hand-off).
 fn completions(s: &Shared<DgSocket>) {
     let mut g = s.lock();
     if g.closed {
         return;
     }
+    s.watching.store(true, Ordering::SeqCst);
+    watch_off(s, &g);
     for q in g.qps.iter_mut() {
         q.take_events();
     }
-    progress(&mut g);
-    for q in g.qps.iter_mut() {
-        q.arm();
-    }
-    progress(&mut g);
+    settle(&mut g);
     s.show(&mut g);
+    if s.active.load(Ordering::SeqCst) == 0 {
+        watch_on(s, &g);
+    } else {
+        drop(g);
+        // The call may have ended meanwhile, seeing the watch on.
+        if s.active.load(Ordering::SeqCst) == 0 {
+            list_for_handoff(s);
+        }
+    }
 }
 
 /// Read what came over the UDP socket: each datagram with a valid header

@@ -399,6 +399,10 @@ fn timers(e: &Engine, next_look: &mut u64) -> i32 {
     } else if socket::handoffs_waiting() {
         next = Some(*next_look);
     }
+    // Datagram sockets' hand-offs (they keep their own times).
+    if let Some(d) = dgram::handoffs(now) {
+        next = Some(next.map_or(d, |n| n.min(d)));
+    }
     let sockets: Vec<Shared<RSocket>> = {
         let k = KEEPALIVE.lock().unwrap_or_else(|e| e.into_inner());
         let mut v = Vec::new();

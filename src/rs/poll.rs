@@ -8,9 +8,8 @@
 //! each connection's completion channel (so that data wakes the caller
 //! directly). No fixed wake-up interval is needed.
 
-use super::dgram::{self, DgSocket};
+use super::dgram;
 use super::socket::{self, Call, Inner, Phase, RSocket};
-use crate::cmem::Shared;
 use crate::error::{Error, Result};
 use std::time::{Duration, Instant};
 
@@ -59,7 +58,7 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
 /// What an entry of the caller's set is.
 enum Entry {
     Stream(Call),
-    Dgram(Shared<DgSocket>),
+    Dgram(dgram::Call),
     Plain,
 }
 
@@ -70,11 +69,21 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
     socks.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
     socks.extend(fds.iter().map(|p| match socket::lookup(p.fd) {
         Ok(s) => Entry::Stream(RSocket::enter(&s)),
-        Err(_) => dgram::lookup(p.fd).map_or(Entry::Plain, Entry::Dgram),
+        Err(_) => dgram::lookup(p.fd).map_or(Entry::Plain, |d| Entry::Dgram(dgram::enter(&d))),
     }));
+    // Room for every descriptor the set may hold: each entry's own, a
+    // stream's completion channel, a datagram socket's QP channels.
+    let room: usize = socks
+        .iter()
+        .map(|e| match e {
+            Entry::Stream(_) => 2,
+            Entry::Dgram(d) => dgram::wait_fds(d),
+            Entry::Plain => 1,
+        })
+        .sum();
     // Where each entry's descriptors sit in the set: (self, completion).
     let mut set: Vec<libc::pollfd> = Vec::new();
-    set.try_reserve_exact(2 * fds.len()).map_err(|_| Error::NOMEM)?;
+    set.try_reserve_exact(room).map_err(|_| Error::NOMEM)?;
     let mut slots: Vec<(usize, Option<usize>)> = Vec::new();
     slots.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
     loop {
@@ -86,18 +95,24 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
             p.revents = 0;
             match s {
                 Entry::Dgram(d) => {
-                    // The engine keeps a datagram socket's descriptor up to
-                    // date: sleep on it.
-                    p.revents = dgram::revents(d, p.events);
-                    if p.revents != 0 {
-                        ready += 1;
-                    }
-                    slots.push((set.len(), None));
+                    // Sleep on the socket's descriptor (datagrams that came
+                    // over UDP show there) and its QPs' channels.
+                    let mut g = d.lock();
+                    p.revents = dgram::revents_locked(d, &mut g, p.events);
+                    let at = set.len();
                     set.push(libc::pollfd {
                         fd: d.fd(),
                         events: p.events & (libc::POLLIN | libc::POLLOUT),
                         revents: 0,
                     });
+                    if p.revents == 0 && ready == 0 && dgram::prepare_wait(d, &mut g, &mut set) {
+                        p.revents = dgram::revents_locked(d, &mut g, p.events);
+                        again = true;
+                    }
+                    if p.revents != 0 {
+                        ready += 1;
+                    }
+                    slots.push((at, (set.len() > at + 1).then_some(at + 1)));
                 }
                 Entry::Stream(s) => {
                     let mut g = s.lock();
@@ -156,8 +171,13 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
         for ((p, s), &(i, comp)) in fds.iter_mut().zip(&socks).zip(&slots) {
             match s {
                 Entry::Dgram(d) => {
+                    let mut g = d.lock();
+                    if let Some(c) = comp {
+                        let end = slots.iter().map(|s| s.0).find(|&j| j > i).unwrap_or(set.len());
+                        dgram::after_wait(&mut g, &set[c..end]);
+                    }
                     let was = p.revents;
-                    p.revents = dgram::revents(d, p.events);
+                    p.revents = dgram::revents_locked(d, &mut g, p.events);
                     if was == 0 && p.revents != 0 {
                         ready += 1;
                     }

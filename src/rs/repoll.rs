@@ -192,6 +192,7 @@ pub fn wait(epfd: i32, out: &mut [libc::epoll_event], timeout: i32) -> Result<us
     let mut wait_ms = timeout;
     loop {
         socket::hand_over_now();
+        dgram::hand_over_now();
         if r.closed.load(Ordering::Acquire) {
             return Err(Error::Errno(libc::EBADF));
         }
