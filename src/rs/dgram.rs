@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 /// Engine epoll tokens of datagram descriptors: this bit plus the
 /// descriptor (stream sockets' completion channels use the bare number).
-pub const DG_TOKEN: u64 = 1 << 62;
+pub(crate) const DG_TOKEN: u64 = 1 << 62;
 /// How long a close waits for its sends to complete.
 pub(crate) const CLOSE_DRAIN_MS: u64 = 2000;
 /// Address and route resolution timeout, per step (upstream's).
