@@ -15,15 +15,17 @@
  *                 receiver sees a source it can answer (over UDP first,
  *                 then over UD), and the answers arrive
  *   peek-trunc    MSG_PEEK, a datagram cut to a short buffer (the rest
- *                 dropped), MSG_TRUNC, rrecvmsg (scatter, msg_name,
+ *                 dropped), a short address buffer (cut, full length
+ *                 reported), MSG_TRUNC, rrecvmsg (scatter, msg_name,
  *                 MSG_TRUNC in msg_flags), rsendmsg (gather, msg_name)
  *   sizes         the largest datagram (a 2048-byte slot and the port's
  *                 MTU, less the 8-byte header) goes through intact over UDP
  *                 and over UD; one byte more, 3000 and 65507 bytes are
  *                 EMSGSIZE
- *   connected     rconnect: rsend/rwrite/rwritev/rrecv/rread/rreadv with
- *                 the default destination, rgetpeername; EDESTADDRREQ
- *                 without one, EAFNOSUPPORT for the other family
+ *   connected     rconnect: rsend/rwrite/rwritev/rsendto without an
+ *                 address/rrecv/rread/rreadv with the default destination,
+ *                 rgetpeername; EDESTADDRREQ without one, EAFNOSUPPORT for
+ *                 the other family
  *   readiness     rpoll and rselect; the descriptor itself in plain poll(2)
  *                 and epoll: readable when a datagram arrives (no library
  *                 call in between), not once it is read
@@ -334,6 +336,15 @@ static void c_peek_trunc(void)
 	r = rrecv(b, in, sizeof in, MSG_DONTWAIT);
 	if (r != -1 || errno != EAGAIN)
 		fail("after a cut datagram: %zd errno %d (EAGAIN expected: the rest is dropped)", r, errno);
+	/* a short address buffer: cut, the full length reported (recvfrom(2)) */
+	rsendto(a, out, 10, 0, (struct sockaddr *)&dst, sizeof dst);
+	wait_for(b, POLLIN, 5000);
+	memset(&src, 0xee, sizeof src);
+	l = 8;
+	r = rrecvfrom(b, in, sizeof in, 0, (struct sockaddr *)&src, &l);
+	if (r != 10 || l != sizeof(struct sockaddr_in) || memcmp(&src, &self, 8) ||
+	    ((uint8_t *)&src)[8] != 0xee)
+		fail("rrecvfrom with an 8-byte address buffer: %zd, length %u", r, l);
 	/* MSG_TRUNC: the full length */
 	rsendto(a, out, 100, 0, (struct sockaddr *)&dst, sizeof dst);
 	wait_for(b, POLLIN, 5000);
@@ -481,6 +492,11 @@ static void c_connected(void)
 	r = rreadv(b, iov, 2);
 	if (r != 5 || memcmp(in, "three", 5))
 		fail("rreadv: %zd '%.5s'", r, in);
+	if (rsendto(a, "four", 4, 0, NULL, 0) != 4)
+		fail("rsendto without an address on a connected socket: errno %d", errno);
+	r = recv_wait(b, in, sizeof in, &src, 5000);
+	if (r != 4 || memcmp(in, "four", 4) || !same_addr(&src, &self))
+		fail("rsendto without an address: %zd bytes arrived", r);
 	errno = 0;
 	if (rsend(c, "x", 1, 0) != -1 || errno != EDESTADDRREQ)
 		fail("rsend without a destination: errno %d, not EDESTADDRREQ", errno);
