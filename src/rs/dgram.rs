@@ -317,6 +317,15 @@ fn list_for_handoff(s: &Shared<DgSocket>) {
     }
 }
 
+/// In a child after fork(): the sockets waiting for the parent's engine
+/// are not this process's to hand over (their references are leaked, not
+/// dropped: dropping would destroy the parent's resources).
+pub fn forget_after_fork() {
+    if let Ok(mut h) = HANDOFF.try_lock() {
+        std::mem::forget(std::mem::take(&mut *h));
+    }
+}
+
 /// The engine takes over: completions taken, CQs armed, its watch on.
 fn hand_over(s: &DgSocket) {
     let mut g = s.lock();

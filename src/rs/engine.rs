@@ -117,6 +117,7 @@ extern "C" fn after_fork_in_child() {
     ENGINE.store(std::ptr::null_mut(), Ordering::Release);
     STARTING.store(false, Ordering::Release);
     socket::forget_after_fork();
+    dgram::forget_after_fork();
     for list in [&KEEPALIVE] {
         if let Ok(mut k) = list.try_lock() {
             std::mem::forget(std::mem::take(&mut *k));
