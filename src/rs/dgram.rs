@@ -715,7 +715,8 @@ fn send_locked<'a>(
     if g.closed {
         return (g, Err(Error::Errno(libc::EBADF)));
     }
-    let total: usize = src.iter().map(|b| b.len()).sum();
+    // (Saturating: any total beyond a slot is EMSGSIZE below.)
+    let total = src.iter().fold(0usize, |t, b| t.saturating_add(b.len()));
     if let Err(e) = init(&mut g) {
         return (g, Err(e));
     }
