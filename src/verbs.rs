@@ -5,9 +5,9 @@
 //! 50–140 ms in upstream's first call.
 
 use crate::abi::{
-    ib_uverbs_qp_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr, ibv_ece, ibv_gid, ibv_mr,
-    ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr_ex, ibv_recv_wr, ibv_send_wr, ibv_srq, ibv_srq_init_attr_ex, ibv_wc,
-    ibv_xrcd,
+    ib_uverbs_qp_attr, ibv_ah, ibv_ah_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_device, ibv_device_attr,
+    ibv_ece, ibv_gid, ibv_mr, ibv_pd, ibv_qp, ibv_qp_attr, ibv_qp_init_attr_ex, ibv_recv_wr, ibv_send_wr, ibv_srq,
+    ibv_srq_init_attr_ex, ibv_wc, ibv_xrcd,
 };
 use libc::c_int;
 
@@ -76,6 +76,9 @@ extern "C" {
     pub fn ibv_detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int;
     pub fn ibv_query_ece(qp: *mut ibv_qp, ece: *mut ibv_ece) -> c_int;
     pub fn ibv_set_ece(qp: *mut ibv_qp, ece: *mut ibv_ece) -> c_int;
+    pub fn ibv_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah;
+    pub fn ibv_destroy_ah(ah: *mut ibv_ah) -> c_int;
+    pub fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut ibv_gid) -> c_int;
 }
 
 /// cbindgen:ignore
@@ -92,6 +95,13 @@ extern "C" {
     pub fn rdmacm_shim_poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int;
     pub fn rdmacm_shim_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
     pub fn rdmacm_shim_reg_mr(pd: *mut ibv_pd, addr: *mut libc::c_void, length: usize, access: c_int) -> *mut ibv_mr;
+    pub fn rdmacm_shim_port_info(
+        ctx: *mut ibv_context,
+        port: u8,
+        active_mtu: *mut u32,
+        gid_tbl_len: *mut c_int,
+        lmc: *mut u8,
+    ) -> c_int;
 }
 
 /// cbindgen:ignore
@@ -106,6 +116,7 @@ extern "C" {
 /// `enum ibv_wr_opcode` values used here.
 pub(crate) const IBV_WR_RDMA_WRITE: u32 = 0;
 pub(crate) const IBV_WR_RDMA_WRITE_WITH_IMM: u32 = 1;
+pub(crate) const IBV_WR_SEND: u32 = 2;
 /// `enum ibv_send_flags` bits used here.
 pub(crate) const IBV_SEND_INLINE: u32 = 1 << 3;
 /// `enum ibv_wc_status`: success, flushed.

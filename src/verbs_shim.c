@@ -47,6 +47,24 @@ int rdmacm_shim_link_layer(struct ibv_context *ctx, uint8_t port)
 	return attr.link_layer;
 }
 
+/* A port's active MTU (enum ibv_mtu), GID table length and LMC; 0 or an
+ * errno. */
+int rdmacm_shim_port_info(struct ibv_context *ctx, uint8_t port, uint32_t *active_mtu, int *gid_tbl_len,
+			  uint8_t *lmc)
+{
+	struct ibv_port_attr attr;
+	int ret;
+
+	memset(&attr, 0, sizeof(attr));
+	ret = ibv_query_port(ctx, port, &attr);
+	if (ret)
+		return ret;
+	*active_mtu = attr.active_mtu;
+	*gid_tbl_len = attr.gid_tbl_len;
+	*lmc = attr.lmc;
+	return 0;
+}
+
 /* The data path of rsockets: inline dispatchers of <infiniband/verbs.h>. */
 int rdmacm_shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {

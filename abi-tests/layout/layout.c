@@ -146,6 +146,7 @@ int main(void)
 	F(ibv_send_wr, wr_id); F(ibv_send_wr, next); F(ibv_send_wr, sg_list); F(ibv_send_wr, num_sge);
 	F(ibv_send_wr, opcode); F(ibv_send_wr, send_flags); F(ibv_send_wr, imm_data); F(ibv_send_wr, wr);
 	F(ibv_send_wr, wr.rdma); F(ibv_send_wr, wr.rdma.remote_addr); F(ibv_send_wr, wr.rdma.rkey);
+	F(ibv_send_wr, wr.ud); F(ibv_send_wr, wr.ud.ah); F(ibv_send_wr, wr.ud.remote_qpn); F(ibv_send_wr, wr.ud.remote_qkey);
 	F(ibv_send_wr, qp_type); F(ibv_send_wr, bind_mw);
 	S(ibv_recv_wr);
 	F(ibv_recv_wr, wr_id); F(ibv_recv_wr, next); F(ibv_recv_wr, sg_list); F(ibv_recv_wr, num_sge);

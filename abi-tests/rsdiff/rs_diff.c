@@ -1136,6 +1136,111 @@ static void c_repoll_oneshot_et(void)
 	R("rclose", rclose(ep));
 }
 
+/* ---- datagram sockets ---- */
+
+/* An int option: "  LABEL: ret=..." and "    value V len L". */
+static void get_int(const char *label, int fd, int level, int name)
+{
+	int v = -7;
+	socklen_t vl = sizeof v;
+
+	if (R(label, rgetsockopt(fd, level, name, &v, &vl)) == 0)
+		P("    value %d len %u\n", v, vl);
+}
+
+static void set_int(const char *label, int fd, int level, int name, int v)
+{
+	R(label, rsetsockopt(fd, level, name, &v, sizeof v));
+}
+
+/* What a datagram socket does before it has a QP (nothing here sends):
+ * creation, names, calls in the wrong state, options (those outside
+ * SOL_RDMA go to the socket's UDP socket first), the sizes the endpoint
+ * fixes at rbind, readiness, close. */
+static void c_dgram(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char b[16] = { 0 };
+	int fd, fl;
+
+	next_port = 7400;
+
+	/* Sockets never bound, connected or sent from are not closed here:
+	 * upstream's rclose of one does not return (a child shows it). */
+	fd = RFD("AF_INET dgram", rsocket(AF_INET, SOCK_DGRAM, 0));
+	IN_CHILD("unused: rclose", rclose(fd));
+	RFD("AF_INET dgram, protocol UDP", rsocket(AF_INET, SOCK_DGRAM, IPPROTO_UDP));
+	RFD("dgram, protocol TCP", rsocket(AF_INET, SOCK_DGRAM, IPPROTO_TCP));
+	RFD("AF_IB dgram", rsocket(AF_IB, SOCK_DGRAM, 0));
+	fd = RFD("dgram | NONBLOCK", rsocket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0));
+	if (fd >= 0) {
+		fl = R("F_GETFL", rfcntl(fd, F_GETFL));
+		P("    O_NONBLOCK %s\n", fl >= 0 && (fl & O_NONBLOCK) ? "set" : "clear");
+	}
+	fd = RFD("AF_INET6 dgram", rsocket(AF_INET6, SOCK_DGRAM, 0));
+	if (fd >= 0) {
+		get_int("v6: get IPV6_V6ONLY", fd, IPPROTO_IPV6, IPV6_V6ONLY);
+		set_int("v6: set IPV6_V6ONLY 1", fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+		get_int("v6: get IPV6_V6ONLY again", fd, IPPROTO_IPV6, IPV6_V6ONLY);
+	}
+
+	fd = rsocket(AF_INET, SOCK_DGRAM, 0);
+	len = sizeof ss;
+	if (R("fresh: rgetsockname", rgetsockname(fd, (struct sockaddr *)&ss, &len)) == 0) {
+		P("    len %u\n", len);
+		print_sa("address", (struct sockaddr *)&ss);
+	}
+	len = sizeof ss;
+	R("fresh: rgetpeername", rgetpeername(fd, (struct sockaddr *)&ss, &len));
+	IN_CHILD("fresh: rrecv", (int)rrecv(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD("fresh: rsend", (int)rsend(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD("fresh: rpoll", poll1("rpoll", fd, POLLIN | POLLOUT, 0));
+	get_int("fresh: SO_ERROR", fd, SOL_SOCKET, SO_ERROR);
+	R("fresh: rshutdown", rshutdown(fd, SHUT_RDWR));
+	IN_CHILD("fresh: rlisten", rlisten(fd, 1));
+	IN_CHILD("fresh: raccept", raccept(fd, NULL, NULL));
+	IN_CHILD("fresh: riomap", (int)riomap(fd, b, sizeof b, PROT_WRITE, 0, -1));
+	get_int("get SO_RCVBUF", fd, SOL_SOCKET, SO_RCVBUF);
+	get_int("get SO_SNDBUF", fd, SOL_SOCKET, SO_SNDBUF);
+	get_int("get RDMA_SQSIZE", fd, SOL_RDMA, RDMA_SQSIZE);
+	get_int("get RDMA_RQSIZE", fd, SOL_RDMA, RDMA_RQSIZE);
+	get_int("get RDMA_INLINE", fd, SOL_RDMA, RDMA_INLINE);
+	get_int("get SO_REUSEADDR", fd, SOL_SOCKET, SO_REUSEADDR);
+	set_int("set SO_REUSEADDR 1", fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	get_int("get SO_REUSEADDR again", fd, SOL_SOCKET, SO_REUSEADDR);
+	set_int("set SO_BROADCAST 1", fd, SOL_SOCKET, SO_BROADCAST, 1);
+	set_int("set TCP_NODELAY 1", fd, IPPROTO_TCP, TCP_NODELAY, 1);
+	set_int("set IPV6_V6ONLY 1", fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+	set_int("set level 1234", fd, 1234, 1, 1);
+	set_int("set SO_RCVBUF 262144", fd, SOL_SOCKET, SO_RCVBUF, 262144);
+	get_int("get SO_RCVBUF after", fd, SOL_SOCKET, SO_RCVBUF);
+	set_int("set RDMA_SQSIZE 32", fd, SOL_RDMA, RDMA_SQSIZE, 32);
+	sa_set(&ss, ADDR, next_port);
+	R("rbind", rbind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)));
+	len = sizeof ss;
+	if (R("bound: rgetsockname", rgetsockname(fd, (struct sockaddr *)&ss, &len)) == 0) {
+		P("    len %u\n", len);
+		print_sa("address", (struct sockaddr *)&ss);
+	}
+	get_int("bound: get RDMA_SQSIZE", fd, SOL_RDMA, RDMA_SQSIZE);
+	get_int("bound: get SO_SNDBUF", fd, SOL_SOCKET, SO_SNDBUF);
+	get_int("bound: get RDMA_RQSIZE", fd, SOL_RDMA, RDMA_RQSIZE);
+	get_int("bound: get SO_RCVBUF", fd, SOL_SOCKET, SO_RCVBUF);
+	set_int("bound: set RDMA_SQSIZE 16", fd, SOL_RDMA, RDMA_SQSIZE, 16);
+	get_int("bound: get TCP_MAXSEG", fd, IPPROTO_TCP, TCP_MAXSEG);
+	IN_CHILD("bound: rrecv", (int)rrecv(fd, b, sizeof b, MSG_DONTWAIT));
+	IN_CHILD("bound: rpoll", poll1("rpoll", fd, POLLIN | POLLOUT, 0));
+	IN_CHILD("bound: rpoll IN 100 ms", poll1("rpoll", fd, POLLIN, 100));
+	R("F_SETFL O_NONBLOCK", rfcntl(fd, F_SETFL, O_NONBLOCK));
+	fl = R("F_GETFL", rfcntl(fd, F_GETFL));
+	P("    O_NONBLOCK %s\n", fl >= 0 && (fl & O_NONBLOCK) ? "set" : "clear");
+	IN_CHILD("non-blocking: rrecv", (int)rrecv(fd, b, sizeof b, 0));
+	R("bound: rshutdown", rshutdown(fd, SHUT_RDWR));
+	R("rclose", rclose(fd));
+	IN_CHILD("closed: rclose again", rclose(fd));
+}
+
 static const struct tcase tcases[] = {
 	{ "socket-args", c_socket_args },
 	{ "bad-fds", c_bad_fds },
@@ -1160,6 +1265,7 @@ static const struct tcase tcases[] = {
 	{ "repoll-refused", c_repoll_refused },
 	{ "repoll-closed", c_repoll_closed },
 	{ "repoll-oneshot-et", c_repoll_oneshot_et },
+	{ "dgram", c_dgram },
 };
 
 int main(int argc, char **argv)

@@ -32,6 +32,10 @@ pub struct ibv_comp_channel {
 pub struct ibv_xrcd {
     _opaque: [u8; 0],
 }
+#[repr(C)]
+pub struct ibv_ah {
+    _opaque: [u8; 0],
+}
 
 /// `struct ibv_device` (full mirror, 664 bytes).
 #[repr(C)]
@@ -403,11 +407,22 @@ pub struct ibv_send_wr_rdma {
     pub rkey: u32,
 }
 
-/// The `wr` union of `ibv_send_wr` (32 bytes; only `rdma` is used here).
+/// The `ud` member of `ibv_send_wr`'s `wr` union.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ibv_send_wr_ud {
+    pub ah: *mut ibv_ah,
+    pub remote_qpn: u32,
+    pub remote_qkey: u32,
+}
+
+/// The `wr` union of `ibv_send_wr` (32 bytes; `rdma` and `ud` are used
+/// here).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union ibv_send_wr_wr {
     pub rdma: ibv_send_wr_rdma,
+    pub ud: ibv_send_wr_ud,
     pub raw: [u64; 4],
 }
 

@@ -4,9 +4,9 @@
 //! rgetsockopt, rfcntl (its variadic entry is in `src/variadic_shim.c`),
 //! riomap, riounmap, riowrite (rclose also closes a repoll instance).
 
-use super::{addr_req, guard, guard0, guard_val};
+use super::{addr_arg, addr_req, guard, guard0, guard_val};
 use crate::error::{Error, Result};
-use crate::rs::{api, iomap, opts, repoll, socket};
+use crate::rs::{api, dgram, iomap, opts, repoll, socket};
 use crate::sockaddr::RawAddr;
 use libc::{c_int, c_void, iovec, msghdr, off_t, size_t, sockaddr, socklen_t, ssize_t};
 use std::io::{IoSlice, IoSliceMut};
@@ -111,15 +111,25 @@ pub unsafe extern "C" fn rbind(socket: c_int, addr: *const sockaddr, addrlen: so
     // The address's family decides its length (upstream ignores addrlen).
     let _ = addrlen;
     guard0(|| {
-        let s = socket::lookup(socket)?;
         // SAFETY: as the caller promises.
-        api::bind(&s, &unsafe { addr_req(addr) }?)
+        let a = unsafe { addr_req(addr) }?;
+        if let Some(d) = dgram::lookup(socket) {
+            return dgram::bind(&d, &a);
+        }
+        api::bind(&socket::lookup(socket)?, &a)
     })
 }
 
 #[no_mangle]
 pub extern "C" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
-    guard0(|| api::listen(&socket::lookup(socket)?, backlog))
+    guard0(|| {
+        if dgram::is_dgram(socket) {
+            // listen(2) on a UDP socket (upstream listens with an id a
+            // datagram socket does not have).
+            return Err(Error::Errno(libc::EOPNOTSUPP));
+        }
+        api::listen(&socket::lookup(socket)?, backlog)
+    })
 }
 
 /// # Safety
@@ -148,9 +158,12 @@ pub unsafe extern "C" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen:
     // As for rbind.
     let _ = addrlen;
     guard0(|| {
-        let s = socket::lookup(socket)?;
         // SAFETY: as the caller promises.
         let a = if addr.is_null() { None } else { Some(unsafe { addr_req(addr) }?) };
+        if let Some(d) = dgram::lookup(socket) {
+            return dgram::connect(&d, &a.ok_or(Error::INVAL)?);
+        }
+        let s = socket::lookup(socket)?;
         let _call = socket::RSocket::enter(&s);
         api::connect(&s, a.as_ref())
     })
@@ -159,6 +172,10 @@ pub unsafe extern "C" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen:
 #[no_mangle]
 pub extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
     guard0(|| {
+        if dgram::is_dgram(socket) {
+            // Nothing to shut down (upstream returns 0 whatever `how`).
+            return Ok(());
+        }
         let s = socket::lookup(socket)?;
         let _call = socket::RSocket::enter(&s);
         api::shutdown(&s, how)
@@ -171,6 +188,8 @@ pub extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
 pub extern "C" fn rclose(socket: c_int) -> c_int {
     if socket::is_rsocket(socket) {
         guard0(|| api::close(socket))
+    } else if dgram::is_dgram(socket) {
+        guard0(|| dgram::close(socket))
     } else if repoll::is_repoll(socket) {
         guard0(|| repoll::close(socket))
     } else {
@@ -178,16 +197,38 @@ pub extern "C" fn rclose(socket: c_int) -> c_int {
     }
 }
 
+/// A datagram's length as recv(2) reports it: what was copied, or its
+/// full length with MSG_TRUNC.
+fn dg_len(r: &dgram::Received, flags: c_int) -> usize {
+    if flags & libc::MSG_TRUNC != 0 {
+        r.len
+    } else {
+        r.copied
+    }
+}
+
 fn recv(socket: c_int, dst: &mut [IoSliceMut], flags: c_int) -> Result<usize> {
+    if let Some(d) = dgram::lookup(socket) {
+        return dgram::recv(&d, dst, flags).map(|r| dg_len(&r, flags));
+    }
     let s = socket::lookup(socket)?;
     let call = socket::RSocket::enter(&s);
     api::recv(&call, dst, flags)
 }
 
 fn send(socket: c_int, src: &[IoSlice], flags: c_int) -> Result<usize> {
+    if let Some(d) = dgram::lookup(socket) {
+        return dgram::send(&d, src, flags, None);
+    }
     let s = socket::lookup(socket)?;
     let call = socket::RSocket::enter(&s);
     api::send(&call, src, flags)
+}
+
+/// A datagram's source as a socket address.
+fn dg_src(r: &dgram::Received) -> RawAddr {
+    let (b, n) = r.src.to_bytes();
+    RawAddr::from_bytes(&b, n)
 }
 
 /// # Safety
@@ -210,6 +251,15 @@ pub unsafe extern "C" fn rrecvfrom(
     addrlen: *mut socklen_t,
 ) -> ssize_t {
     guard_ssize(|| {
+        if let Some(d) = dgram::lookup(socket) {
+            // SAFETY: as the caller promises.
+            let r = dgram::recv(&d, &mut unsafe { one_mut(buf, len) }, flags)?;
+            if !src_addr.is_null() && !addrlen.is_null() {
+                // SAFETY: as the caller promises.
+                unsafe { addr_out(&dg_src(&r), src_addr, addrlen) }?;
+            }
+            return Ok(dg_len(&r, flags));
+        }
         // SAFETY: as the caller promises.
         let n = recv(socket, &mut unsafe { one_mut(buf, len) }, flags)?;
         if n > 0 && !src_addr.is_null() && !addrlen.is_null() {
@@ -222,7 +272,9 @@ pub unsafe extern "C" fn rrecvfrom(
 }
 
 /// Every iovec is filled in order (upstream fills only the first) and the
-/// `flags` argument is used (upstream uses `msg->msg_flags`).
+/// `flags` argument is used (upstream uses `msg->msg_flags`). On a
+/// datagram socket `msg_name` gets the source (as recvmsg(2)) and
+/// `msg_flags` MSG_TRUNC when the datagram was longer than the buffers.
 ///
 /// # Safety
 /// As for every export (crate documentation): `msg` is a valid msghdr.
@@ -236,6 +288,15 @@ pub unsafe extern "C" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags: c_int)
         }
         // SAFETY: as the caller promises.
         let dst = unsafe { iovs_mut(m.msg_iov, m.msg_iovlen as c_int) }?;
+        if let Some(d) = dgram::lookup(socket) {
+            let r = dgram::recv(&d, dst, flags)?;
+            if !m.msg_name.is_null() {
+                // SAFETY: msg_name is writable for msg_namelen bytes.
+                unsafe { addr_out(&dg_src(&r), m.msg_name as *mut sockaddr, &mut m.msg_namelen) }?;
+            }
+            m.msg_flags = if r.len > r.copied { libc::MSG_TRUNC } else { 0 };
+            return Ok(dg_len(&r, flags));
+        }
         recv(socket, dst, flags)
     })
 }
@@ -264,7 +325,8 @@ pub unsafe extern "C" fn rsend(socket: c_int, buf: *const c_void, len: size_t, f
     guard_ssize(|| send(socket, &unsafe { one(buf, len) }, flags))
 }
 
-/// On a stream socket a destination is EISCONN (upstream's rule).
+/// On a stream socket a destination is EISCONN (upstream's rule); on a
+/// datagram socket no destination means the connected one.
 ///
 /// # Safety
 /// As for [`rsend`].
@@ -278,6 +340,12 @@ pub unsafe extern "C" fn rsendto(
     addrlen: socklen_t,
 ) -> ssize_t {
     guard_ssize(|| {
+        if let Some(d) = dgram::lookup(socket) {
+            // SAFETY: as the caller promises.
+            let to = unsafe { addr_arg(dest_addr) }?;
+            // SAFETY: as the caller promises.
+            return dgram::send(&d, &unsafe { one(buf, len) }, flags, to.as_ref());
+        }
         socket::lookup(socket)?;
         if !dest_addr.is_null() || addrlen != 0 {
             return Err(Error::Errno(libc::EISCONN));
@@ -298,7 +366,19 @@ pub unsafe extern "C" fn rsendmsg(socket: c_int, msg: *const msghdr, flags: c_in
             return Err(Error::Errno(libc::ENOTSUP));
         }
         // SAFETY: as the caller promises.
-        send(socket, unsafe { iovs(m.msg_iov, m.msg_iovlen as c_int) }?, flags)
+        let src = unsafe { iovs(m.msg_iov, m.msg_iovlen as c_int) }?;
+        if let Some(d) = dgram::lookup(socket) {
+            // msg_name, if given, is the destination (as sendmsg(2); upstream
+            // sends a datagram socket's message down its stream path).
+            let to = if m.msg_namelen == 0 {
+                None
+            } else {
+                // SAFETY: msg_name is NULL or a socket address.
+                unsafe { addr_arg(m.msg_name as *const sockaddr) }?
+            };
+            return dgram::send(&d, src, flags, to.as_ref());
+        }
+        send(socket, src, flags)
     })
 }
 
@@ -323,16 +403,28 @@ pub unsafe extern "C" fn rwritev(socket: c_int, iov: *const iovec, iovcnt: c_int
 /// `*addrlen` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
-    // SAFETY: as the caller promises.
-    guard0(|| unsafe { addr_out(&api::name(&socket::lookup(socket)?, false), addr, addrlen) })
+    guard0(|| {
+        let a = match dgram::lookup(socket) {
+            Some(d) => dgram::name(&d, false)?,
+            None => api::name(&socket::lookup(socket)?, false),
+        };
+        // SAFETY: as the caller promises.
+        unsafe { addr_out(&a, addr, addrlen) }
+    })
 }
 
 /// # Safety
 /// As for [`rgetpeername`].
 #[no_mangle]
 pub unsafe extern "C" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
-    // SAFETY: as the caller promises.
-    guard0(|| unsafe { addr_out(&api::name(&socket::lookup(socket)?, true), addr, addrlen) })
+    guard0(|| {
+        let a = match dgram::lookup(socket) {
+            Some(d) => dgram::name(&d, true)?,
+            None => api::name(&socket::lookup(socket)?, true),
+        };
+        // SAFETY: as the caller promises.
+        unsafe { addr_out(&a, addr, addrlen) }
+    })
 }
 
 /// # Safety
@@ -347,9 +439,12 @@ pub unsafe extern "C" fn rsetsockopt(
     optlen: socklen_t,
 ) -> c_int {
     guard0(|| {
-        let s = socket::lookup(socket)?;
         // SAFETY: as the caller promises.
         let v = unsafe { one(optval, optlen as size_t) };
+        if let Some(d) = dgram::lookup(socket) {
+            return opts::set_dgram(&d, level, optname, &v[0]);
+        }
+        let s = socket::lookup(socket)?;
         opts::set(&s, level, optname, &v[0])
     })
 }
@@ -366,13 +461,18 @@ pub unsafe extern "C" fn rgetsockopt(
     optlen: *mut socklen_t,
 ) -> c_int {
     guard0(|| {
-        let s = socket::lookup(socket)?;
+        let d = dgram::lookup(socket);
+        let s = if d.is_some() { None } else { Some(socket::lookup(socket)?) };
         if optlen.is_null() {
             return Err(Error::Errno(libc::EFAULT));
         }
         // SAFETY: as the caller promises.
         let mut v = unsafe { one_mut(optval, *optlen as size_t) };
-        let n = opts::get(&s, level, optname, &mut v[0])?;
+        let n = match (&d, &s) {
+            (Some(d), _) => opts::get_dgram(d, level, optname, &mut v[0])?,
+            (None, Some(s)) => opts::get(s, level, optname, &mut v[0])?,
+            (None, None) => return Err(Error::Errno(libc::EBADF)),
+        };
         // SAFETY: checked non-NULL.
         unsafe { *optlen = n as socklen_t };
         Ok(())
@@ -383,7 +483,10 @@ pub unsafe extern "C" fn rgetsockopt(
 /// integer argument here.
 #[no_mangle]
 pub extern "C" fn rdmacm_rs_fcntl(socket: c_int, cmd: c_int, arg: libc::c_long) -> c_int {
-    guard(|| api::fcntl(&socket::lookup(socket)?, cmd, arg))
+    guard(|| match dgram::lookup(socket) {
+        Some(d) => api::fcntl_dgram(&d, cmd, arg),
+        None => api::fcntl(&socket::lookup(socket)?, cmd, arg),
+    })
 }
 
 /// # Safety
@@ -400,14 +503,26 @@ pub unsafe extern "C" fn riomap(
 ) -> off_t {
     // Mapping flags are ignored (as upstream).
     let _ = flags;
-    guard_val(-1, || iomap::map(&socket::lookup(socket)?, buf as *mut u8, len, prot, offset))
+    guard_val(-1, || {
+        if dgram::is_dgram(socket) {
+            // No connection, no protection domain to register with.
+            return Err(Error::INVAL);
+        }
+        iomap::map(&socket::lookup(socket)?, buf as *mut u8, len, prot, offset)
+    })
 }
 
 /// # Safety
 /// As for every export (crate documentation).
 #[no_mangle]
 pub unsafe extern "C" fn riounmap(socket: c_int, buf: *mut c_void, len: size_t) -> c_int {
-    guard0(|| iomap::unmap(&socket::lookup(socket)?, buf as *mut u8, len))
+    guard0(|| {
+        if dgram::is_dgram(socket) {
+            // Nothing is ever mapped on a datagram socket.
+            return Err(Error::INVAL);
+        }
+        iomap::unmap(&socket::lookup(socket)?, buf as *mut u8, len)
+    })
 }
 
 /// `(size_t)-1` on failure, as upstream's prototype has it.
@@ -424,6 +539,10 @@ pub unsafe extern "C" fn riowrite(
     flags: c_int,
 ) -> size_t {
     guard_val(usize::MAX, || {
+        if dgram::is_dgram(socket) {
+            // No peer mapping to write into.
+            return Err(Error::INVAL);
+        }
         let s = socket::lookup(socket)?;
         let _call = socket::RSocket::enter(&s);
         // SAFETY: as the caller promises.

@@ -385,6 +385,13 @@ impl Id {
         }
     }
 
+    /// A copy of the first path record, if the route has one.
+    pub fn path_rec(&self) -> Option<ibv_sa_path_rec> {
+        let r = self.route();
+        // SAFETY: fields in place; path_rec holds num_paths records.
+        unsafe { ((*r).num_paths > 0 && !(*r).path_rec.is_null()).then(|| *(*r).path_rec) }
+    }
+
     /// The MTU (IB enum) of the first path record, if the route has one.
     pub fn path_mtu(&self) -> Option<u8> {
         let r = self.route();

@@ -5,6 +5,7 @@
 //! (which the engine updates on every state change), in bounded slices.
 
 use super::config::{self, Opts};
+use super::dgram::{self, DgSocket};
 use super::engine::{self, CLOSE_DRAIN_MS};
 use super::socket::{self, Call, Inner, Phase, RSocket};
 use super::stream::Src;
@@ -93,8 +94,9 @@ fn sleep<'a>(
     Ok(g)
 }
 
-/// `rsocket`: AF_INET, AF_INET6 or AF_IB stream sockets (datagram sockets
-/// are not implemented yet: ENOTSUP).
+/// `rsocket`: AF_INET, AF_INET6 or AF_IB stream sockets, and datagram
+/// sockets of the families the kernel has UDP for (AF_IB fails with the
+/// kernel's errno, as upstream's).
 pub fn socket(domain: i32, ty: i32, protocol: i32) -> Result<i32> {
     let st = ty & !(libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK);
     let ok_domain = domain == libc::AF_INET || domain == libc::AF_INET6 || domain == AF_IB;
@@ -103,14 +105,10 @@ pub fn socket(domain: i32, ty: i32, protocol: i32) -> Result<i32> {
         libc::SOCK_DGRAM => protocol == 0 || protocol == libc::IPPROTO_UDP,
         _ => false,
     };
-    if !ok_domain || !ok || st == libc::SOCK_DGRAM {
+    if !ok_domain || !ok {
         return Err(Error::Errno(libc::ENOTSUP));
     }
     let e = engine::get()?;
-    let id = lifecycle::create_id_on(e.channel(), std::ptr::null_mut(), RDMA_PS_TCP as u32)?;
-    // The local address has the socket's family before any bind (what
-    // rgetsockname reports then).
-    id.set_addr(true, &(domain as u16).to_ne_bytes(), 2);
     let mut opts = Opts::defaults();
     if ty & libc::SOCK_NONBLOCK != 0 {
         opts.fs_flags |= libc::O_NONBLOCK;
@@ -119,6 +117,13 @@ pub fn socket(domain: i32, ty: i32, protocol: i32) -> Result<i32> {
     if cloexec {
         opts.fd_flags |= libc::FD_CLOEXEC;
     }
+    if st == libc::SOCK_DGRAM {
+        return dgram::create(e.channel(), domain, opts, cloexec);
+    }
+    let id = lifecycle::create_id_on(e.channel(), std::ptr::null_mut(), RDMA_PS_TCP as u32)?;
+    // The local address has the socket's family before any bind (what
+    // rgetsockname reports then).
+    id.set_addr(true, &(domain as u16).to_ne_bytes(), 2);
     match RSocket::create(domain, id.clone(), opts, cloexec) {
         Ok(s) => Ok(s.fd()),
         Err(err) => {
@@ -509,17 +514,27 @@ pub fn name(s: &Shared<RSocket>, local: bool) -> RawAddr {
 /// F_GETFD/F_SETFD (FD_CLOEXEC, applied to the descriptor); ENOTSUP else.
 pub fn fcntl(s: &Shared<RSocket>, cmd: i32, arg: i64) -> Result<i32> {
     let mut g = s.lock();
+    fcntl_opts(&mut g.opts, s.fd(), cmd, arg)
+}
+
+/// `rfcntl` on a datagram socket (the same commands).
+pub fn fcntl_dgram(s: &Shared<DgSocket>, cmd: i32, arg: i64) -> Result<i32> {
+    let mut g = s.lock();
+    fcntl_opts(&mut g.opts, s.fd(), cmd, arg)
+}
+
+fn fcntl_opts(opts: &mut Opts, fd: i32, cmd: i32, arg: i64) -> Result<i32> {
     match cmd {
-        libc::F_GETFL => Ok(g.opts.fs_flags),
+        libc::F_GETFL => Ok(opts.fs_flags),
         libc::F_SETFL => {
-            g.opts.fs_flags = arg as i32;
+            opts.fs_flags = arg as i32;
             Ok(0)
         }
-        libc::F_GETFD => Ok(g.opts.fd_flags),
+        libc::F_GETFD => Ok(opts.fd_flags),
         libc::F_SETFD => {
-            g.opts.fd_flags = arg as i32;
+            opts.fd_flags = arg as i32;
             // SAFETY: our own descriptor.
-            unsafe { libc::fcntl(s.fd(), libc::F_SETFD, arg as i32 & libc::FD_CLOEXEC) };
+            unsafe { libc::fcntl(fd, libc::F_SETFD, arg as i32 & libc::FD_CLOEXEC) };
             Ok(0)
         }
         _ => Err(Error::Errno(libc::ENOTSUP)),

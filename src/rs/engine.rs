@@ -7,7 +7,10 @@
 //! - it processes a connection's completions (credit updates, reposted
 //!   receives, the peer's shutdown) whenever no application thread is
 //!   inside a call on that socket (`RSocket::engine_may_progress`);
-//! - it sends keepalives and finishes closes handed to it.
+//! - it sends keepalives and finishes closes handed to it;
+//! - for datagram sockets (`dgram.rs`) it serves the UDP resolution
+//!   exchange (answers, queued payloads, route resolutions for address
+//!   handles, asynchronous on its channel) and takes the UD completions.
 //!
 //! After each change it updates the socket's descriptor (`signal.rs`), so
 //! that threads blocked in poll/epoll/select or in the library wake.
@@ -15,6 +18,7 @@
 //! socket's lock at a time, and acks every CM event before acting on it
 //! (so that destroying an id never waits for an event the engine holds).
 
+use super::dgram;
 use super::socket::{self, Inner, Phase, RSocket};
 use super::stream::Conn;
 use super::wire::{self, ConnData};
@@ -113,6 +117,7 @@ extern "C" fn after_fork_in_child() {
     ENGINE.store(std::ptr::null_mut(), Ordering::Release);
     STARTING.store(false, Ordering::Release);
     socket::forget_after_fork();
+    dgram::forget_after_fork();
     for list in [&KEEPALIVE] {
         if let Ok(mut k) = list.try_lock() {
             std::mem::forget(std::mem::take(&mut *k));
@@ -341,13 +346,15 @@ fn run(e: &'static Engine) {
         // SAFETY: our epoll set; room for evs.len() events.
         let n = unsafe { crate::sys::epoll_wait(e.ep.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, timeout) };
         for ev in &evs[..n.max(0) as usize] {
-            match ev.u64 {
+            let token = ev.u64;
+            match token {
                 TOKEN_CM => cm_events(e),
                 TOKEN_WAKE => {
                     let mut v = 0u64;
                     // SAFETY: an 8-byte read from our eventfd.
                     unsafe { libc::read(e.wake.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
                 }
+                t if t & dgram::DG_TOKEN != 0 => dgram::on_ready((t & !dgram::DG_TOKEN) as i32),
                 fd => {
                     if let Some(s) = BY_COMP.get(fd as usize) {
                         if s.engine_may_progress() {
@@ -392,6 +399,10 @@ fn timers(e: &Engine, next_look: &mut u64) -> i32 {
         }
     } else if socket::handoffs_waiting() {
         next = Some(*next_look);
+    }
+    // Datagram sockets' hand-offs (they keep their own times).
+    if let Some(d) = dgram::handoffs(now) {
+        next = Some(next.map_or(d, |n| n.min(d)));
     }
     let sockets: Vec<Shared<RSocket>> = {
         let k = KEEPALIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -514,6 +525,9 @@ fn cm_events(e: &Engine) {
 }
 
 fn handle(e: &Engine, n: &Note) {
+    if dgram::is_resolver(n.id) {
+        return dgram::resolver_event(n.id, n.ty, n.status);
+    }
     if n.ty == E::RDMA_CM_EVENT_CONNECT_REQUEST as u32 {
         return accept_request(e, n);
     }

@@ -1,7 +1,13 @@
 //! `rsetsockopt` and `rgetsockopt` (rsocket(7)): the options upstream
 //! supports, with its values and errno, except that option lengths are
 //! checked (upstream reads an `int` from any buffer it is given).
+//!
+//! On a datagram socket every option outside SOL_RDMA is first set on its
+//! UDP socket (the kernel's error, if any, is the answer), then recorded as
+//! upstream records it; what the UDP socket accepts and rsockets do not
+//! know is accepted. Reads are never forwarded.
 
+use super::dgram::DgSocket;
 use super::engine;
 use super::socket::{Phase, RSocket};
 use super::wire;
@@ -146,6 +152,148 @@ pub fn set(s: &Shared<RSocket>, level: i32, name: i32, val: &[u8]) -> Result<()>
         _ => return Err(Error::Errno(libc::ENOTSUP)),
     }
     Ok(())
+}
+
+/// `rsetsockopt` on a datagram socket.
+pub fn set_dgram(s: &Shared<DgSocket>, level: i32, name: i32, val: &[u8]) -> Result<()> {
+    if level != SOL_RDMA {
+        s.udp().setsockopt(level, name, val)?;
+    }
+    let mut g = s.lock();
+    let on = || int_of(val).map(|v| v != 0);
+    match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR | libc::SO_KEEPALIVE | libc::SO_OOBINLINE) => {
+            // Recorded only: a datagram socket has no keepalive.
+            let v = on()?;
+            bit(&mut g.opts.so_opts, name, v);
+        }
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
+            let v = int_of(val)? as u32;
+            if !g.has_qp() {
+                g.opts.rbuf_size = v.saturating_mul(2);
+            }
+        }
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+            let v = int_of(val)? as u32;
+            if !g.has_qp() {
+                g.opts.sbuf_size = v.saturating_mul(2);
+            }
+            if g.opts.sbuf_size < super::flow::SEND_LOWAT {
+                g.opts.sbuf_size = MIN_SBUF;
+            }
+        }
+        (libc::SOL_SOCKET, libc::SO_LINGER) => {
+            let v = on()?;
+            bit(&mut g.opts.so_opts, name, !v);
+        }
+        (libc::IPPROTO_IP, libc::IP_TOS) => g.opts.ip_tos = int_of(val)?,
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {
+            let v = on()?;
+            bit(&mut g.opts.tcp_opts, name, v);
+        }
+        (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) => {
+            let v = on()?;
+            bit(&mut g.opts.ipv6_opts, name, v);
+        }
+        (SOL_RDMA, _) => {
+            if g.ready {
+                return Err(Error::INVAL);
+            }
+            match name {
+                RDMA_SQSIZE => g.opts.sq_size = (int_of(val)? as u32).min(QP_MAX),
+                RDMA_RQSIZE => g.opts.rq_size = (int_of(val)? as u32).min(QP_MAX),
+                RDMA_INLINE => g.opts.sq_inline = (int_of(val)? as u32).min(QP_MAX),
+                RDMA_IOMAPSIZE => {
+                    let v = int_of(val)?.max(0) as u32;
+                    g.opts.iomap_size = wire::scale_to_value(wire::value_to_scale(v));
+                }
+                RDMA_ROUTE => {
+                    let mut v = Vec::new();
+                    v.try_reserve_exact(val.len()).map_err(|_| Error::NOMEM)?;
+                    v.extend_from_slice(val);
+                    g.opts.route = Some(v);
+                }
+                _ => return Err(Error::Errno(libc::ENOTSUP)),
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `rgetsockopt` on a datagram socket: the value written into `out`, and
+/// its length.
+pub fn get_dgram(s: &Shared<DgSocket>, level: i32, name: i32, out: &mut [u8]) -> Result<usize> {
+    let mut g = s.lock();
+    let sq = g.opts.sq_size;
+    match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_ERROR) => {
+            let e = std::mem::take(&mut g.err);
+            put_int(out, e)
+        }
+        // No route: the default segment size (as upstream without an id).
+        (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => put_int(out, 2048),
+        (libc::IPPROTO_TCP, libc::TCP_INFO) => {
+            let n = std::mem::size_of::<libc::tcp_info>().min(out.len());
+            out[..n].fill(0);
+            if n > 0 {
+                out[0] = TCP_CLOSE;
+            }
+            let off = std::mem::offset_of!(libc::tcp_info, tcpi_snd_cwnd);
+            if n >= off + 4 {
+                out[off..off + 4].copy_from_slice(&sq.to_ne_bytes());
+            }
+            Ok(n)
+        }
+        (SOL_RDMA, RDMA_ROUTE) => match g.opts.route.as_ref() {
+            Some(r) => {
+                let dst = out.get_mut(..r.len()).ok_or(Error::INVAL)?;
+                dst.copy_from_slice(r);
+                Ok(r.len())
+            }
+            // A datagram socket has no route of its own.
+            None => Err(Error::INVAL),
+        },
+        _ => get_common(&g.opts, level, name, out).unwrap_or(Err(Error::Errno(libc::ENOTSUP))),
+    }
+}
+
+/// The reads that depend on the recorded options only (both kinds of
+/// socket); None for the others.
+fn get_common(o: &super::config::Opts, level: i32, name: i32, out: &mut [u8]) -> Option<Result<usize>> {
+    Some(match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR | libc::SO_KEEPALIVE | libc::SO_OOBINLINE) => {
+            put_int(out, has(o.so_opts, name) as i32)
+        }
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => put_int(out, o.rbuf_size as i32),
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => put_int(out, o.sbuf_size as i32),
+        (libc::SOL_SOCKET, libc::SO_LINGER) => {
+            let n = std::mem::size_of::<libc::linger>();
+            match out.get_mut(..n) {
+                None => Err(Error::INVAL),
+                Some(dst) => {
+                    dst[..4].copy_from_slice(&(!has(o.so_opts, name) as i32).to_ne_bytes());
+                    dst[4..8].copy_from_slice(&0i32.to_ne_bytes());
+                    Ok(n)
+                }
+            }
+        }
+        // Accepted, nothing reported (as upstream).
+        (libc::SOL_SOCKET, libc::SO_BROADCAST) => Ok(out.len()),
+        (libc::IPPROTO_IP, libc::IP_TOS) => put_int(out, o.ip_tos),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT | libc::TCP_KEEPINTVL | libc::TCP_CONGESTION) => {
+            // "Not applicable": 1, the length left as given (upstream).
+            put_int(out, 1).map(|_| out.len())
+        }
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => put_int(out, o.keepalive_time as i32),
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => put_int(out, has(o.tcp_opts, name) as i32),
+        (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) => put_int(out, has(o.ipv6_opts, name) as i32),
+        (SOL_RDMA, RDMA_SQSIZE) => put_int(out, o.sq_size as i32),
+        (SOL_RDMA, RDMA_RQSIZE) => put_int(out, o.rq_size as i32),
+        (SOL_RDMA, RDMA_INLINE) => put_int(out, o.sq_inline as i32),
+        (SOL_RDMA, RDMA_IOMAPSIZE) => put_int(out, o.iomap_size as i32),
+        _ => return None,
+    })
 }
 
 /// Write an int option value; its length.

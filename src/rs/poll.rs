@@ -8,6 +8,7 @@
 //! each connection's completion channel (so that data wakes the caller
 //! directly). No fixed wake-up interval is needed.
 
+use super::dgram;
 use super::socket::{self, Call, Inner, Phase, RSocket};
 use crate::error::{Error, Result};
 use std::time::{Duration, Instant};
@@ -54,15 +55,35 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
     r
 }
 
+/// What an entry of the caller's set is.
+enum Entry {
+    Stream(Call),
+    Dgram(dgram::Call),
+    Plain,
+}
+
 /// `rpoll`: the number of entries with events, 0 at the timeout.
 pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
     let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
-    let mut socks: Vec<Option<Call>> = Vec::new();
+    let mut socks: Vec<Entry> = Vec::new();
     socks.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
-    socks.extend(fds.iter().map(|p| socket::lookup(p.fd).ok().map(|s| RSocket::enter(&s))));
+    socks.extend(fds.iter().map(|p| match socket::lookup(p.fd) {
+        Ok(s) => Entry::Stream(RSocket::enter(&s)),
+        Err(_) => dgram::lookup(p.fd).map_or(Entry::Plain, |d| Entry::Dgram(dgram::enter(&d))),
+    }));
+    // Room for every descriptor the set may hold: each entry's own, a
+    // stream's completion channel, a datagram socket's QP channels.
+    let room: usize = socks
+        .iter()
+        .map(|e| match e {
+            Entry::Stream(_) => 2,
+            Entry::Dgram(d) => dgram::wait_fds(d),
+            Entry::Plain => 1,
+        })
+        .sum();
     // Where each entry's descriptors sit in the set: (self, completion).
     let mut set: Vec<libc::pollfd> = Vec::new();
-    set.try_reserve_exact(2 * fds.len()).map_err(|_| Error::NOMEM)?;
+    set.try_reserve_exact(room).map_err(|_| Error::NOMEM)?;
     let mut slots: Vec<(usize, Option<usize>)> = Vec::new();
     slots.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
     loop {
@@ -73,7 +94,27 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
         for (p, s) in fds.iter_mut().zip(&socks) {
             p.revents = 0;
             match s {
-                Some(s) => {
+                Entry::Dgram(d) => {
+                    // Sleep on the socket's descriptor (datagrams that came
+                    // over UDP show there) and its QPs' channels.
+                    let mut g = d.lock();
+                    p.revents = dgram::revents_locked(d, &mut g, p.events);
+                    let at = set.len();
+                    set.push(libc::pollfd {
+                        fd: d.fd(),
+                        events: p.events & (libc::POLLIN | libc::POLLOUT),
+                        revents: 0,
+                    });
+                    if p.revents == 0 && ready == 0 && dgram::prepare_wait(d, &mut g, &mut set) {
+                        p.revents = dgram::revents_locked(d, &mut g, p.events);
+                        again = true;
+                    }
+                    if p.revents != 0 {
+                        ready += 1;
+                    }
+                    slots.push((at, (set.len() > at + 1).then_some(at + 1)));
+                }
+                Entry::Stream(s) => {
                     let mut g = s.lock();
                     p.revents = revents(&mut g, p.events);
                     let mut comp = None;
@@ -108,7 +149,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
                         set.push(libc::pollfd { fd: c, events: libc::POLLIN, revents: 0 });
                     }
                 }
-                None => {
+                Entry::Plain => {
                     slots.push((set.len(), None));
                     set.push(libc::pollfd { fd: p.fd, events: p.events, revents: 0 });
                 }
@@ -129,7 +170,19 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
         }
         for ((p, s), &(i, comp)) in fds.iter_mut().zip(&socks).zip(&slots) {
             match s {
-                Some(s) => {
+                Entry::Dgram(d) => {
+                    let mut g = d.lock();
+                    if let Some(c) = comp {
+                        let end = slots.iter().map(|s| s.0).find(|&j| j > i).unwrap_or(set.len());
+                        dgram::after_wait(&mut g, &set[c..end]);
+                    }
+                    let was = p.revents;
+                    p.revents = dgram::revents_locked(d, &mut g, p.events);
+                    if was == 0 && p.revents != 0 {
+                        ready += 1;
+                    }
+                }
+                Entry::Stream(s) => {
                     let mut g = s.lock();
                     if comp.is_some_and(|c| set[c].revents != 0) {
                         if let Some(c) = g.conn.as_mut() {
@@ -142,7 +195,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
                         ready += 1;
                     }
                 }
-                None => {
+                Entry::Plain => {
                     p.revents = set[i].revents;
                     if p.revents != 0 {
                         ready += 1;

@@ -10,7 +10,8 @@
 //!   left a call is handed to the progress engine at once
 //!   (`socket::hand_over_now`) instead of a tick later, so what arrives
 //!   while the caller sleeps shows on the descriptors straight away;
-//! - the events reported for an rsocket are rpoll's (`poll::revents`:
+//! - the events reported for an rsocket are rpoll's (`poll::revents`,
+//!   `dgram::revents` for a datagram socket:
 //!   EPOLLERR after an error or a failed connect, EPOLLHUP once a
 //!   disconnected socket's data is read), computed when the wait returns;
 //!   an rsocket that turns out not to be ready is left out;
@@ -20,6 +21,7 @@
 //! Failures are -1 with errno, as epoll's (upstream v65 returns the
 //! positive errno value instead; see the README's known differences).
 
+use super::dgram;
 use super::poll;
 use super::socket;
 use crate::cmem::Shared;
@@ -141,7 +143,6 @@ pub fn ctl(epfd: i32, op: i32, fd: i32, event: Option<libc::epoll_event>) -> Res
 /// (`kernel`): an rsocket's by rpoll's rules, 0 if it is not ready after
 /// all; an ordinary descriptor's as they are.
 fn report(fd: i32, reg: &Reg, kernel: u32) -> u32 {
-    let Ok(s) = socket::lookup(fd) else { return kernel };
     let want = reg.events;
     let mut asked: i16 = 0;
     if want & libc::EPOLLIN as u32 != 0 {
@@ -150,11 +151,17 @@ fn report(fd: i32, reg: &Reg, kernel: u32) -> u32 {
     if want & libc::EPOLLOUT as u32 != 0 {
         asked |= libc::POLLOUT;
     }
-    let got = {
-        let mut g = s.lock();
-        let got = poll::revents(&mut g, asked);
-        s.show(&mut g);
-        got
+    let got = match socket::lookup(fd) {
+        Ok(s) => {
+            let mut g = s.lock();
+            let got = poll::revents(&mut g, asked);
+            s.show(&mut g);
+            got
+        }
+        Err(_) => match dgram::lookup(fd) {
+            Some(d) => dgram::revents(&d, asked),
+            None => return kernel,
+        },
     };
     let mut out = 0u32;
     for (p, e) in [
@@ -184,6 +191,7 @@ pub fn wait(epfd: i32, out: &mut [libc::epoll_event], timeout: i32) -> Result<us
     let mut wait_ms = timeout;
     loop {
         socket::hand_over_now();
+        dgram::hand_over_now();
         if r.closed.load(Ordering::Acquire) {
             return Err(Error::Errno(libc::EBADF));
         }

@@ -138,6 +138,12 @@ pub fn set_engine_fds(epoll: i32, wake: i32) {
     ENGINE_WAKE.store(wake, Ordering::Release);
 }
 
+/// The engine's epoll set (-1 before the engine started): datagram
+/// sockets register their descriptors in it (`dgram.rs`).
+pub(crate) fn engine_epoll() -> i32 {
+    ENGINE_EPOLL.load(Ordering::Acquire)
+}
+
 /// In a child after fork(): the sockets waiting for the parent's engine
 /// are not this process's to hand over (their references are leaked, not
 /// dropped: dropping would destroy the parent's resources).

@@ -31,7 +31,7 @@ const QP_MAX: u32 = 0xFFFE;
 /// Completions taken per poll.
 const POLL_BATCH: usize = 16;
 
-fn last_err(default: i32) -> Error {
+pub(crate) fn last_err(default: i32) -> Error {
     Error::Errno(match errno() {
         0 => default,
         e => e,
@@ -39,8 +39,8 @@ fn last_err(default: i32) -> Error {
 }
 
 /// The QP, destroyed (through the CM, which owns it) before the CQ.
-struct QpOwner {
-    id: Shared<Id>,
+pub(crate) struct QpOwner {
+    pub(crate) id: Shared<Id>,
 }
 
 impl Drop for QpOwner {
@@ -51,9 +51,9 @@ impl Drop for QpOwner {
 }
 
 /// The CQ; its events are acked before it is destroyed.
-struct CqOwner {
-    cq: *mut ibv_cq,
-    unacked: u32,
+pub(crate) struct CqOwner {
+    pub(crate) cq: *mut ibv_cq,
+    pub(crate) unacked: u32,
 }
 
 impl Drop for CqOwner {
@@ -68,7 +68,8 @@ impl Drop for CqOwner {
     }
 }
 
-struct CompOwner(*mut ibv_comp_channel);
+/// A completion channel, destroyed after its CQs.
+pub(crate) struct CompOwner(pub(crate) *mut ibv_comp_channel);
 
 impl Drop for CompOwner {
     fn drop(&mut self) {
