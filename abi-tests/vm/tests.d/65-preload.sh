@@ -6,7 +6,8 @@
 #   stream, both sides' byte counts), redis-server + redis-benchmark
 #   (ping, set, get; 10 000 requests each) and redis-cli (a value set and
 #   read back).
-# Stacks (preload over library):
+# Stacks (preload over library; Debian's preload runs every program on
+# kernel 6.1, only rstream on the newer kernel):
 #   ours-ours  build/librspreload.so over our library   (counted)
 #   deb-ours   Debian's librspreload.so over our library (counted where
 #              Debian's preload passes over Debian's library)
@@ -66,7 +67,7 @@ run_case() { # name stack
 	read -ra env <<<"$(stack_env "$stack")"
 	# Debian's preload is the baseline, not under test: less patience.
 	T=$FULL_T
-	[[ $stack == deb-* ]] && T=${PRELOAD_DEB_TIMEOUT:-30}
+	[[ $stack == deb-* ]] && T=${PRELOAD_DEB_TIMEOUT:-20}
 	log=$tmp/$name-$stack.log
 	why=""
 	port=$((port + 1))
@@ -164,6 +165,13 @@ for c in "${CASES[@]}"; do
 			RES[$c,$st]="not run (no Debian librspreload)"
 			continue
 		fi
+		# Debian's preload (a baseline that mostly crashes) runs every
+		# program on Debian 12's own kernel; on the newer kernel only
+		# rstream, the program it works with (time budget).
+		if [[ $st == deb-* && $KERNEL != 6.1* && $c != rstream ]]; then
+			RES[$c,$st]="not run on this kernel (see 6.1)"
+			continue
+		fi
 		run_case "$c" "$st"
 	done
 	case ${RES[$c,ours-ours]} in
@@ -176,6 +184,8 @@ for c in "${CASES[@]}"; do
 		else
 			bad "$c through Debian's preload: passes over Debian's library, not over ours: ${RES[$c,deb-ours]}"
 		fi
+	elif [[ ${RES[$c,deb-deb]:-} == "not run"* ]]; then
+		skp "$c through Debian's preload: ${RES[$c,deb-deb]}"
 	else
 		skp "$c through Debian's preload: fails over Debian's own library too (${RES[$c,deb-deb]:-not run}); over ours: ${RES[$c,deb-ours]:-not run}"
 	fi
