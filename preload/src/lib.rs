@@ -13,7 +13,8 @@
 //! library") for the design and rsocket(7) for the behaviour.
 //!
 //! Files: `real` (libc's functions), `fds` (what each descriptor is),
-//! `config` (which sockets, which options), `calls` (the exports).
+//! `config` (which sockets, which options), `calls` (the exports),
+//! `regs` (the fork mode's epoll registrations).
 //! No panic crosses the C boundary (`boundary`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -21,6 +22,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub mod config;
 pub mod fds;
 pub mod real;
+pub mod regs;
 
 #[cfg(not(test))]
 mod calls;
