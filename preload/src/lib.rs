@@ -14,7 +14,8 @@
 //!
 //! Files: `real` (libc's functions), `fds` (what each descriptor is),
 //! `config` (which sockets, which options), `calls` (the exports),
-//! `regs` (the fork mode's epoll registrations).
+//! `migrate` and `regs` (the fork mode: TCP sockets that become rsockets
+//! after the program had its chance to fork).
 //! No panic crosses the C boundary (`boundary`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -26,6 +27,8 @@ pub mod regs;
 
 #[cfg(not(test))]
 mod calls;
+#[cfg(not(test))]
+mod migrate;
 
 #[cfg_attr(test, allow(dead_code))]
 pub(crate) fn errno() -> i32 {
