@@ -7,7 +7,8 @@
 # on this machine (no RDMA here: every socket falls back to an ordinary
 # one, so everything must pass through unchanged): abi-tests/preload/
 # smoke.py under LD_PRELOAD exercises sockets, epoll (a repoll instance
-# under the preload), poll, select, dup/dup2, fcntl and sendfile.
+# under the preload), poll, select, dup/dup2, fcntl and sendfile; again
+# with RDMAV_FORK_SAFE=1 (the fork mode, off without an RDMA device).
 # Ends with "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,14 +34,19 @@ for ref in /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so .cache/upstream/rdm
 	[ -z "$missing" ] && ok "interposes all $n calls of $ref" || bad "lacks what $ref interposes: $(echo $missing)"
 done
 
-out=$(LD_LIBRARY_PATH=$PWD/build LD_PRELOAD=$PWD/$PRE timeout 60 python3 abi-tests/preload/smoke.py 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
-line=$(tail -n1 <<<"$out")
-if ((rc == 0)) && [[ $line =~ ^([0-9]+)\ passed,\ 0\ failed$ ]]; then
-	ok "smoke.py under the preload (${BASH_REMATCH[1]} checks)"
-else
-	bad "smoke.py under the preload: exit $rc"
-fi
+# Twice: as is, and with the fork mode asked for (RDMAV_FORK_SAFE=1; with
+# no RDMA device here it stays off and everything passes through).
+for fork in "" 1; do
+	out=$(env ${fork:+RDMAV_FORK_SAFE=$fork} LD_LIBRARY_PATH=$PWD/build LD_PRELOAD=$PWD/$PRE timeout 60 \
+		python3 abi-tests/preload/smoke.py 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/    /'
+	line=$(tail -n1 <<<"$out")
+	if ((rc == 0)) && [[ $line =~ ^([0-9]+)\ passed,\ 0\ failed$ ]]; then
+		ok "smoke.py under the preload${fork:+ with RDMAV_FORK_SAFE=$fork} (${BASH_REMATCH[1]} checks)"
+	else
+		bad "smoke.py under the preload${fork:+ with RDMAV_FORK_SAFE=$fork}: exit $rc"
+	fi
+done
 echo "$pass passed, $fail failed"
 ((fail == 0))
