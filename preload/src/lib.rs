@@ -8,8 +8,10 @@
 //! `__read_chk`, `__recv_chk`, `__recvfrom_chk`, `__poll_chk`,
 //! `__ppoll_chk`). Every AF_INET/AF_INET6 stream or datagram socket the
 //! configuration allows (`config.rs`) becomes an rsocket of librdmacm; a
-//! connect that rsockets cannot make falls back to TCP. Everything else
-//! passes through to libc untouched. See docs/rsockets.md ("The preload
+//! connect that rsockets cannot make falls back to TCP. In fork mode
+//! (`RDMAV_FORK_SAFE`) a stream socket is TCP until its first data call
+//! after connect or accept, and moves to an rsocket then (`migrate.rs`).
+//! Everything else passes through to libc untouched. See docs/rsockets.md ("The preload
 //! library") for the design and rsocket(7) for the behaviour.
 //!
 //! Files: `real` (libc's functions), `fds` (what each descriptor is),
