@@ -7,7 +7,10 @@
 # on this machine (no RDMA here: every socket falls back to an ordinary
 # one, so everything must pass through unchanged): abi-tests/preload/
 # smoke.py under LD_PRELOAD exercises sockets, epoll (a repoll instance
-# under the preload), poll, select, dup/dup2, fcntl and sendfile.
+# under the preload), poll, select, dup/dup2, fcntl and sendfile; again
+# with RDMAV_FORK_SAFE=1 (the fork mode, off without an RDMA device), and
+# once more with a made-up RDMA device (the fork mode on, every move
+# failing: TCP kept, data intact, waits bounded).
 # Ends with "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,14 +36,48 @@ for ref in /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so .cache/upstream/rdm
 	[ -z "$missing" ] && ok "interposes all $n calls of $ref" || bad "lacks what $ref interposes: $(echo $missing)"
 done
 
-out=$(LD_LIBRARY_PATH=$PWD/build LD_PRELOAD=$PWD/$PRE timeout 60 python3 abi-tests/preload/smoke.py 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
-line=$(tail -n1 <<<"$out")
-if ((rc == 0)) && [[ $line =~ ^([0-9]+)\ passed,\ 0\ failed$ ]]; then
-	ok "smoke.py under the preload (${BASH_REMATCH[1]} checks)"
+# Twice: as is, and with the fork mode asked for (RDMAV_FORK_SAFE=1; with
+# no RDMA device here it stays off and everything passes through).
+for fork in "" 1; do
+	out=$(env ${fork:+RDMAV_FORK_SAFE=$fork} LD_LIBRARY_PATH=$PWD/build LD_PRELOAD=$PWD/$PRE timeout 60 \
+		python3 abi-tests/preload/smoke.py 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/    /'
+	line=$(tail -n1 <<<"$out")
+	if ((rc == 0)) && [[ $line =~ ^([0-9]+)\ passed,\ 0\ failed$ ]]; then
+		ok "smoke.py under the preload${fork:+ with RDMAV_FORK_SAFE=$fork} (${BASH_REMATCH[1]} checks)"
+	else
+		bad "smoke.py under the preload${fork:+ with RDMAV_FORK_SAFE=$fork}: exit $rc"
+	fi
+done
+
+# The fork mode's failure path on this machine: in a private mount
+# namespace a made-up /sys/class/infiniband entry turns the fork mode on,
+# but no rsocket can be made here, so every move must fail and keep TCP
+# (the client's wait for "ready" bounded by RSPRELOAD_FORK_TIMEOUT=1, the
+# server keeping TCP once the client spoke), smoke.py passing unchanged.
+# Needs unshare(1) with mount namespaces (root); otherwise not run.
+if unshare -m true 2>/dev/null; then
+	fake=$(mktemp -d)
+	mkdir -p "$fake/infiniband/made-up0"
+	start=$SECONDS
+	out=$(unshare -m bash -c 'mount --bind "$1" /sys/class && exec env RDMAV_FORK_SAFE=1 RSPRELOAD_FORK_TIMEOUT=1 \
+		RSPRELOAD_FORK_DEBUG=1 LD_LIBRARY_PATH="$2/build" LD_PRELOAD="$2/$3" timeout 60 python3 abi-tests/preload/smoke.py' \
+		_ "$fake" "$PWD" "$PRE" 2>&1)
+	rc=$?
+	took=$((SECONDS - start))
+	rm -rf "$fake"
+	echo "$out" | sed 's/^/    /'
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' <<<"$out" | tail -n1)
+	kept=$(grep -c 'TCP kept$' <<<"$out")
+	if ((rc == 0)) && [[ $line =~ ^[0-9]+\ passed,\ 0\ failed$ ]] && ((kept >= 2 && took < 30)) &&
+		grep -q 'no "ready" from the peer in time' <<<"$out"; then
+		ok "fork mode with no usable RDMA: every move keeps TCP ($kept), smoke.py passes, ${took}s"
+	else
+		bad "fork mode with no usable RDMA: exit $rc, '$line', $kept moves kept TCP, ${took}s"
+	fi
 else
-	bad "smoke.py under the preload: exit $rc"
+	echo "note: fork-mode failure path not checked (unshare -m needs root)"
 fi
 echo "$pass passed, $fail failed"
 ((fail == 0))

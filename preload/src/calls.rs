@@ -6,10 +6,22 @@
 //! straight to libc: librdmacm's own sockets and descriptors are never
 //! intercepted (it also issues its epoll, poll and socket calls to the
 //! kernel directly).
+//!
+//! In fork mode (`migrate.rs`) a stream socket is a real TCP socket until
+//! its first data call after connect or accept: the data calls (read,
+//! write, recv*, send*, their vector and fortified forms, sendfile,
+//! shutdown) and dup/dup2/dup3/F_DUPFD call `settle` first, which moves
+//! it to an rsocket then. A wait for the readiness of an accepted socket
+//! (poll, ppoll, select, pselect, epoll_ctl ADD/MOD) moves it too: its
+//! peer waits for our "ready" before it sends anything, so a server that
+//! waits for the client's data before reading would otherwise wait in
+//! vain. Other waits see the TCP socket (an epoll registration of one
+//! moves with it).
 
 #![allow(clippy::missing_safety_doc)]
 
-use crate::fds::{self, Kind};
+use crate::fds::{self, Fork, ForkEvent, Kind};
+use crate::migrate::{self, settle};
 use crate::{boundary, config, errno, real, set_errno};
 use libc::{
     c_int, c_long, c_void, epoll_event, fd_set, iovec, msghdr, nfds_t, off64_t, off_t, pollfd, sigset_t, size_t,
@@ -19,13 +31,13 @@ use std::cell::Cell;
 
 #[link(name = "rdmacm")]
 extern "C" {
-    fn rsocket(domain: c_int, ty: c_int, protocol: c_int) -> c_int;
-    fn rbind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int;
-    fn rlisten(fd: c_int, backlog: c_int) -> c_int;
-    fn raccept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
-    fn rconnect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int;
+    pub(crate) fn rsocket(domain: c_int, ty: c_int, protocol: c_int) -> c_int;
+    pub(crate) fn rbind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int;
+    pub(crate) fn rlisten(fd: c_int, backlog: c_int) -> c_int;
+    pub(crate) fn raccept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
+    pub(crate) fn rconnect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int;
     fn rshutdown(fd: c_int, how: c_int) -> c_int;
-    fn rclose(fd: c_int) -> c_int;
+    pub(crate) fn rclose(fd: c_int) -> c_int;
     fn rrecv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t;
     fn rrecvfrom(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int, a: *mut sockaddr, l: *mut socklen_t) -> ssize_t;
     fn rrecvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t;
@@ -36,14 +48,14 @@ extern "C" {
     fn rreadv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t;
     fn rwrite(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t;
     fn rwritev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t;
-    fn rpoll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int;
+    pub(crate) fn rpoll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int;
     fn rgetpeername(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
     fn rgetsockname(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int;
-    fn rsetsockopt(fd: c_int, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> c_int;
-    fn rgetsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int;
-    fn rfcntl(fd: c_int, cmd: c_int, ...) -> c_int;
+    pub(crate) fn rsetsockopt(fd: c_int, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> c_int;
+    pub(crate) fn rgetsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int;
+    pub(crate) fn rfcntl(fd: c_int, cmd: c_int, ...) -> c_int;
     fn repoll_create(flags: c_int) -> c_int;
-    fn repoll_ctl(ep: c_int, op: c_int, fd: c_int, ev: *mut epoll_event) -> c_int;
+    pub(crate) fn repoll_ctl(ep: c_int, op: c_int, fd: c_int, ev: *mut epoll_event) -> c_int;
     fn repoll_wait(ep: c_int, ev: *mut epoll_event, n: c_int, timeout: c_int) -> c_int;
 }
 
@@ -55,12 +67,12 @@ thread_local! {
     static IN_LIB: Cell<bool> = const { Cell::new(false) };
 }
 
-fn in_lib() -> bool {
+pub(crate) fn in_lib() -> bool {
     IN_LIB.with(|c| c.get())
 }
 
 /// Call into librdmacm: calls it makes on this thread pass straight to libc.
-fn lib<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn lib<T>(f: impl FnOnce() -> T) -> T {
     struct Reset(bool);
     impl Drop for Reset {
         fn drop(&mut self) {
@@ -124,7 +136,7 @@ unsafe fn publish(r: c_int, ty: c_int, cloexec: bool) -> c_int {
 
 /// The options the environment asks for (RS_SQ_SIZE, RS_RQ_SIZE,
 /// RS_INLINE), set on each socket the preload creates.
-unsafe fn set_options(r: c_int) {
+pub(crate) unsafe fn set_options(r: c_int) {
     let c = config::get();
     for (opt, v) in [(0, c.sq_size), (1, c.rq_size), (2, c.inline)] {
         if v > 0 {
@@ -144,8 +156,18 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
         let candidate = !in_lib()
             && (domain == libc::AF_INET || domain == libc::AF_INET6)
             && (base == libc::SOCK_STREAM || base == libc::SOCK_DGRAM);
-        if !candidate || !config::get().intercepts(program(), domain, base, protocol) {
+        let conf = config::get();
+        if !candidate || !conf.intercepts(program(), domain, base, protocol) {
             return real::socket(domain, ty, protocol);
+        }
+        if conf.fork && base == libc::SOCK_STREAM && (protocol == 0 || protocol == libc::IPPROTO_TCP) {
+            // Fork mode: TCP until the first data call after connect or
+            // accept (a descriptor beyond the tables stays TCP).
+            let t = real::socket(domain, ty, protocol);
+            if t >= 0 {
+                fds::fork_set(t, Fork::Fresh);
+            }
+            return t;
         }
         let r = lib(|| rsocket(domain, ty, protocol));
         if r < 0 {
@@ -172,6 +194,21 @@ macro_rules! route {
     };
 }
 
+/// `route!` for a data call: a fork-mode connection moves first.
+macro_rules! route_data {
+    ($fd:expr, |$r:ident| $rcall:expr, $real:expr) => {
+        boundary(-1, || {
+            settle($fd);
+            match rs($fd) {
+                // SAFETY: the caller's arguments, as for the libc call.
+                Some($r) => lib(|| unsafe { $rcall }),
+                // SAFETY: as above.
+                None => unsafe { $real },
+            }
+        })
+    };
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     route!(fd, |r| rbind(r, addr, len), real::bind(fd, addr, len))
@@ -179,7 +216,20 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) 
 
 #[no_mangle]
 pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
-    route!(fd, |r| rlisten(r, backlog), real::listen(fd, backlog))
+    let rc = route!(fd, |r| rlisten(r, backlog), real::listen(fd, backlog));
+    if rc == 0 && !in_lib() {
+        fds::fork_advance(fd, ForkEvent::Listened);
+    }
+    rc
+}
+
+/// A connection `n` accepted (by libc) on listener `fd`: in fork mode,
+/// what a fork-mode listener accepts moves at its first data call.
+fn accepted(fd: c_int, n: c_int) -> c_int {
+    if n >= 0 && !in_lib() && fds::fork_state(fd) == Fork::Listen {
+        fds::fork_set(n, Fork::Passive);
+    }
+    n
 }
 
 /// accept/accept4 on an rsocket: as accept(2), the new socket does not
@@ -204,7 +254,7 @@ unsafe fn accept_rs(r: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c
 
 #[no_mangle]
 pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
-    route!(fd, |r| accept_rs(r, addr, len, 0), real::accept(fd, addr, len))
+    route!(fd, |r| accept_rs(r, addr, len, 0), accepted(fd, real::accept(fd, addr, len)))
 }
 
 #[no_mangle]
@@ -218,7 +268,7 @@ pub unsafe extern "C" fn accept4(fd: c_int, addr: *mut sockaddr, len: *mut sockl
             unsafe { accept_rs(r, addr, len, flags) }
         }
         // SAFETY: as above.
-        None => unsafe { real::accept4(fd, addr, len, flags) },
+        None => accepted(fd, unsafe { real::accept4(fd, addr, len, flags) }),
     })
 }
 
@@ -267,7 +317,18 @@ unsafe fn fall_back_to_tcp(d: c_int, r: c_int, addr: *const sockaddr, len: sockl
 pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
     boundary(-1, || match rs(fd) {
         // SAFETY: the caller's arguments.
-        None => unsafe { real::connect(fd, addr, len) },
+        None => unsafe {
+            let rc = real::connect(fd, addr, len);
+            if !in_lib()
+                && (rc == 0 || matches!(errno(), libc::EINPROGRESS | libc::EALREADY | libc::EINTR | libc::EISCONN))
+            {
+                // In fork mode, connected (or on its way): an active side.
+                let e = errno();
+                fds::fork_advance(fd, ForkEvent::Connected);
+                set_errno(e);
+            }
+            rc
+        },
         Some(r) => unsafe {
             if lib(|| rconnect(r, addr, len)) == 0 {
                 return 0;
@@ -285,27 +346,27 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
 
 #[no_mangle]
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    route!(fd, |r| rread(r, buf, n), real::read(fd, buf, n))
+    route_data!(fd, |r| rread(r, buf, n), real::read(fd, buf, n))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
-    route!(fd, |r| rreadv(r, iov, n), real::readv(fd, iov, n))
+    route_data!(fd, |r| rreadv(r, iov, n), real::readv(fd, iov, n))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    route!(fd, |r| rwrite(r, buf, n), real::write(fd, buf, n))
+    route_data!(fd, |r| rwrite(r, buf, n), real::write(fd, buf, n))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
-    route!(fd, |r| rwritev(r, iov, n), real::writev(fd, iov, n))
+    route_data!(fd, |r| rwritev(r, iov, n), real::writev(fd, iov, n))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t {
-    route!(fd, |r| rrecv(r, buf, n, flags), real::recv(fd, buf, n, flags))
+    route_data!(fd, |r| rrecv(r, buf, n, flags), real::recv(fd, buf, n, flags))
 }
 
 #[no_mangle]
@@ -317,17 +378,17 @@ pub unsafe extern "C" fn recvfrom(
     addr: *mut sockaddr,
     len: *mut socklen_t,
 ) -> ssize_t {
-    route!(fd, |r| rrecvfrom(r, buf, n, flags, addr, len), real::recvfrom(fd, buf, n, flags, addr, len))
+    route_data!(fd, |r| rrecvfrom(r, buf, n, flags, addr, len), real::recvfrom(fd, buf, n, flags, addr, len))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t {
-    route!(fd, |r| rrecvmsg(r, msg, flags), real::recvmsg(fd, msg, flags))
+    route_data!(fd, |r| rrecvmsg(r, msg, flags), real::recvmsg(fd, msg, flags))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t {
-    route!(fd, |r| rsend(r, buf, n, flags), real::send(fd, buf, n, flags))
+    route_data!(fd, |r| rsend(r, buf, n, flags), real::send(fd, buf, n, flags))
 }
 
 #[no_mangle]
@@ -339,18 +400,18 @@ pub unsafe extern "C" fn sendto(
     addr: *const sockaddr,
     len: socklen_t,
 ) -> ssize_t {
-    route!(fd, |r| rsendto(r, buf, n, flags, addr, len), real::sendto(fd, buf, n, flags, addr, len))
+    route_data!(fd, |r| rsendto(r, buf, n, flags, addr, len), real::sendto(fd, buf, n, flags, addr, len))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t {
-    route!(fd, |r| rsendmsg(r, msg, flags), real::sendmsg(fd, msg, flags))
+    route_data!(fd, |r| rsendmsg(r, msg, flags), real::sendmsg(fd, msg, flags))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn __read_chk(fd: c_int, buf: *mut c_void, n: size_t, room: size_t) -> ssize_t {
     // An overflow goes to libc's check, which aborts as it should.
-    route!(
+    route_data!(
         fd,
         |r| if n > room { real::__read_chk(fd, buf, n, room) } else { rread(r, buf, n) },
         real::__read_chk(fd, buf, n, room)
@@ -359,7 +420,7 @@ pub unsafe extern "C" fn __read_chk(fd: c_int, buf: *mut c_void, n: size_t, room
 
 #[no_mangle]
 pub unsafe extern "C" fn __recv_chk(fd: c_int, buf: *mut c_void, n: size_t, room: size_t, flags: c_int) -> ssize_t {
-    route!(
+    route_data!(
         fd,
         |r| if n > room { real::__recv_chk(fd, buf, n, room, flags) } else { rrecv(r, buf, n, flags) },
         real::__recv_chk(fd, buf, n, room, flags)
@@ -376,7 +437,7 @@ pub unsafe extern "C" fn __recvfrom_chk(
     addr: *mut sockaddr,
     len: *mut socklen_t,
 ) -> ssize_t {
-    route!(
+    route_data!(
         fd,
         |r| if n > room {
             real::__recvfrom_chk(fd, buf, n, room, flags, addr, len)
@@ -442,6 +503,12 @@ unsafe fn rsocket_set<'a>(fds: *mut pollfd, n: nfds_t) -> Option<&'a mut [pollfd
     }
     // SAFETY: n entries, as the caller promises.
     let s = unsafe { std::slice::from_raw_parts_mut(fds, n as usize) };
+    // Fork mode: accepted connections move before the wait.
+    for p in s.iter() {
+        if migrate::passive_pending(p.fd) {
+            settle(p.fd);
+        }
+    }
     fds::any_rsocket(s.iter().map(|p| p.fd)).then_some(s)
 }
 
@@ -503,6 +570,10 @@ unsafe fn select_rs(nfds: c_int, rd: *mut fd_set, wr: *mut fd_set, ex: *mut fd_s
     // SAFETY: NULL or valid sets, as the caller promises.
     let isset = |s: *mut fd_set, fd: c_int| !s.is_null() && unsafe { libc::FD_ISSET(fd, s) };
     let any = |fd: c_int| isset(rd, fd) || isset(wr, fd) || isset(ex, fd);
+    // Fork mode: accepted connections move before the wait.
+    for fd in (0..nfds).filter(|&fd| migrate::passive_pending(fd) && any(fd)) {
+        settle(fd);
+    }
     if !(0..nfds).any(|fd| any(fd) && fds::rsocket(fd).is_some()) {
         return None;
     }
@@ -591,7 +662,7 @@ pub unsafe extern "C" fn pselect(
 
 #[no_mangle]
 pub unsafe extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
-    route!(fd, |r| rshutdown(r, how), real::shutdown(fd, how))
+    route_data!(fd, |r| rshutdown(r, how), real::shutdown(fd, how))
 }
 
 #[no_mangle]
@@ -600,6 +671,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         if in_lib() {
             return real::close(fd);
         }
+        fork_release(fd);
         match fds::forget(fd) {
             (Kind::Rsocket(r), last) => {
                 let rc = real::close(fd);
@@ -608,7 +680,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
                 }
                 rc
             }
-            (Kind::Repoll, _) => match lib(|| rclose(fd)) {
+            (Kind::Repoll, _) => match close_repoll(fd) {
                 0 => 0,
                 -1 => -1,
                 e => err(e),
@@ -680,13 +752,55 @@ unsafe fn adopt(old: Kind, n: c_int) -> c_int {
     n
 }
 
+/// The application closes repoll instance `ep`.
+fn close_repoll(ep: c_int) -> c_int {
+    migrate::forget_instance(ep);
+    // SAFETY: our instance.
+    lib(|| unsafe { rclose(ep) })
+}
+
+/// Fork mode: `fd` is closed or replaced: a move of it in another thread
+/// ends first (it would put the rsocket in place of whatever `fd` is
+/// next), then its fork state and epoll registrations go.
+fn fork_release(fd: c_int) {
+    match fds::fork_state(fd) {
+        Fork::None => {}
+        s => {
+            if s == Fork::Moving {
+                migrate::wait_settled(fd);
+            }
+            migrate::forget_registrations(fd);
+            fds::fork_set(fd, Fork::None);
+        }
+    }
+}
+
+/// Fork mode: a new descriptor `n` (dup, dup2, dup3, F_DUPFD) of `old`,
+/// which `settle` already moved if it was due: a socket not yet connected
+/// or a listener stays so through either descriptor.
+fn fork_inherit(old: c_int, n: c_int) -> c_int {
+    if n >= 0 {
+        match fds::fork_state(old) {
+            s @ (Fork::Fresh | Fork::Listen) => {
+                fds::fork_set(n, s);
+            }
+            _ => {
+                fds::fork_set(n, Fork::None);
+            }
+        }
+    }
+    n
+}
+
 /// `new` is about to be replaced by dup2/dup3: let go of what it was.
 unsafe fn release(new: c_int) {
+    fork_release(new);
     match fds::forget(new) {
         (Kind::Rsocket(r), true) => {
             lib(|| unsafe { rclose(r) });
         }
         (Kind::Repoll, _) => {
+            migrate::forget_instance(new);
             // The instance goes (its descriptor number is reused at once).
             lib(|| unsafe { rclose(new) });
         }
@@ -699,12 +813,17 @@ unsafe fn release(new: c_int) {
 pub unsafe extern "C" fn rspreload_fcntl(fd: c_int, cmd: c_int, arg: c_long, wide: c_int) -> c_int {
     boundary(-1, || unsafe {
         let plain = || if wide != 0 { real::fcntl64(fd, cmd, arg) } else { real::fcntl(fd, cmd, arg) };
+        let dup = matches!(cmd, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC);
+        if dup {
+            settle(fd);
+        }
         match kind(fd) {
             Kind::Rsocket(r) => match cmd {
                 libc::F_GETFL | libc::F_SETFL => lib(|| rfcntl(r, cmd, arg as c_int)),
                 libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => adopt(Kind::Rsocket(r), plain()),
                 _ => plain(),
             },
+            _ if dup && !in_lib() => fork_inherit(fd, plain()),
             _ => plain(),
         }
     })
@@ -712,43 +831,53 @@ pub unsafe extern "C" fn rspreload_fcntl(fd: c_int, cmd: c_int, arg: c_long, wid
 
 #[no_mangle]
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
-    boundary(-1, || unsafe { adopt(kind(fd), real::dup(fd)) })
+    boundary(-1, || unsafe {
+        if in_lib() {
+            return real::dup(fd);
+        }
+        settle(fd);
+        fork_inherit(fd, adopt(fds::kind(fd), real::dup(fd)))
+    })
+}
+
+/// dup2 and dup3 (`flags` None: dup2).
+unsafe fn dup_onto(fd: c_int, new: c_int, flags: Option<c_int>) -> c_int {
+    // SAFETY: plain descriptor calls.
+    let call = || unsafe {
+        match flags {
+            None => real::dup2(fd, new),
+            Some(f) => real::dup3(fd, new, f),
+        }
+    };
+    if fd == new || in_lib() {
+        return call();
+    }
+    settle(fd);
+    if fds::fork_state(new) == Fork::Moving {
+        migrate::wait_settled(new);
+    }
+    let k = fds::kind(fd);
+    if fds::kind(new) == Kind::Repoll {
+        // SAFETY: the instance goes before its number is reused.
+        unsafe { release(new) };
+    }
+    let n = call();
+    if n >= 0 {
+        // SAFETY: what new was is gone.
+        unsafe { release(new) };
+    }
+    // SAFETY: n is the new duplicate.
+    fork_inherit(fd, unsafe { adopt(k, n) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn dup2(fd: c_int, new: c_int) -> c_int {
-    boundary(-1, || unsafe {
-        if fd == new || in_lib() {
-            return real::dup2(fd, new);
-        }
-        let k = fds::kind(fd);
-        if fds::kind(new) == Kind::Repoll {
-            release(new);
-        }
-        let n = real::dup2(fd, new);
-        if n >= 0 {
-            release(new);
-        }
-        adopt(k, n)
-    })
+    boundary(-1, || unsafe { dup_onto(fd, new, None) })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn dup3(fd: c_int, new: c_int, flags: c_int) -> c_int {
-    boundary(-1, || unsafe {
-        if fd == new || in_lib() {
-            return real::dup3(fd, new, flags);
-        }
-        let k = fds::kind(fd);
-        if fds::kind(new) == Kind::Repoll {
-            release(new);
-        }
-        let n = real::dup3(fd, new, flags);
-        if n >= 0 {
-            release(new);
-        }
-        adopt(k, n)
-    })
+    boundary(-1, || unsafe { dup_onto(fd, new, Some(flags)) })
 }
 
 /// sendfile to an rsocket: read from `input` (at `*offset` if given, else
@@ -813,6 +942,7 @@ unsafe fn sendfile_rs(r: c_int, input: c_int, offset: Option<&mut i64>, count: s
 #[no_mangle]
 pub unsafe extern "C" fn sendfile(out: c_int, input: c_int, offset: *mut off_t, count: size_t) -> ssize_t {
     boundary(-1, || unsafe {
+        settle(out);
         match rs(out) {
             Some(r) => sendfile_rs(r, input, offset.as_mut(), count),
             None => real::sendfile(out, input, offset, count),
@@ -823,6 +953,7 @@ pub unsafe extern "C" fn sendfile(out: c_int, input: c_int, offset: *mut off_t, 
 #[no_mangle]
 pub unsafe extern "C" fn sendfile64(out: c_int, input: c_int, offset: *mut off64_t, count: size_t) -> ssize_t {
     boundary(-1, || unsafe {
+        settle(out);
         match rs(out) {
             Some(r) => sendfile_rs(r, input, offset.as_mut(), count),
             None => real::sendfile64(out, input, offset, count),
@@ -877,7 +1008,17 @@ pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
 pub unsafe extern "C" fn epoll_ctl(ep: c_int, op: c_int, fd: c_int, ev: *mut epoll_event) -> c_int {
     boundary(-1, || unsafe {
         match kind(ep) {
-            Kind::Repoll => lib(|| repoll_ctl(ep, op, fds::rsocket(fd).unwrap_or(fd), ev)),
+            Kind::Repoll => {
+                if matches!(op, libc::EPOLL_CTL_ADD | libc::EPOLL_CTL_MOD) && migrate::passive_pending(fd) {
+                    // Fork mode: an accepted connection moves before the wait.
+                    settle(fd);
+                }
+                let rc = lib(|| repoll_ctl(ep, op, fds::rsocket(fd).unwrap_or(fd), ev));
+                if rc == 0 {
+                    migrate::note_epoll_ctl(ep, op, fd, ev);
+                }
+                rc
+            }
             _ => real::epoll_ctl(ep, op, fd, ev),
         }
     })

@@ -8,7 +8,11 @@
 //! all case-insensitive. A line with an unknown word is ignored. Without
 //! the file, or without a valid line, every socket is intercepted. The
 //! environment gives queue sizes and inline size for new rsockets
-//! (`RS_SQ_SIZE`, `RS_RQ_SIZE`, `RS_INLINE`).
+//! (`RS_SQ_SIZE`, `RS_RQ_SIZE`, `RS_INLINE`), and turns the fork mode on
+//! (`RDMAV_FORK_SAFE`, a non-zero number as atoi(3) reads it: stream
+//! sockets start as TCP and become rsockets at their first data call,
+//! see `migrate.rs`); `RSPRELOAD_FORK_TIMEOUT` bounds, in seconds, each
+//! wait of that move (default 30).
 
 use std::sync::OnceLock;
 
@@ -31,7 +35,14 @@ pub struct Config {
     pub sq_size: i32,
     pub rq_size: i32,
     pub inline: i32,
+    /// Fork mode (`RDMAV_FORK_SAFE`).
+    pub fork: bool,
+    /// The bound of each wait of a fork-mode move, in milliseconds.
+    pub fork_timeout_ms: u64,
 }
+
+/// The default bound of a fork-mode wait.
+pub const FORK_TIMEOUT_S: u64 = 30;
 
 fn word(w: &str, choices: &[(&[&str], i32)]) -> Option<i32> {
     if w == "*" {
@@ -103,6 +114,41 @@ fn env_int(name: &str) -> i32 {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
 }
 
+/// A number as atoi(3) reads it: leading blanks, a sign, the digits up to
+/// the first other character; 0 when there are none (saturating instead
+/// of atoi's undefined overflow).
+pub fn atoi(s: &str) -> i64 {
+    let s = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut n: i64 = 0;
+    for b in digits.bytes().take_while(u8::is_ascii_digit) {
+        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
+/// The fork-mode wait bound from `RSPRELOAD_FORK_TIMEOUT` (seconds, 1 to
+/// 3600; anything else: the default), in milliseconds.
+pub fn fork_timeout_ms(v: Option<&str>) -> u64 {
+    let s = v.map(atoi).filter(|s| (1..=3600).contains(s)).map_or(FORK_TIMEOUT_S, |s| s as u64);
+    s * 1000
+}
+
+/// Whether this machine has an RDMA device at all (without one, the fork
+/// mode stays off: no move could succeed, and a peer waiting for our
+/// "ready" would wait in vain).
+fn rdma_present() -> bool {
+    std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())
+}
+
 /// The configuration, read on first use.
 pub fn get() -> &'static Config {
     static C: OnceLock<Config> = OnceLock::new();
@@ -111,6 +157,8 @@ pub fn get() -> &'static Config {
         sq_size: env_int("RS_SQ_SIZE"),
         rq_size: env_int("RS_RQ_SIZE"),
         inline: env_int("RS_INLINE"),
+        fork: std::env::var("RDMAV_FORK_SAFE").is_ok_and(|v| atoi(&v) != 0) && rdma_present(),
+        fork_timeout_ms: fork_timeout_ms(std::env::var("RSPRELOAD_FORK_TIMEOUT").ok().as_deref()),
     })
 }
 
@@ -145,5 +193,23 @@ mod tests {
         // No rules: everything.
         let all = Config::default();
         assert!(all.intercepts("x", libc::AF_INET, libc::SOCK_STREAM, 0));
+    }
+
+    #[test]
+    fn fork_mode_numbers_as_atoi_reads_them() {
+        assert_eq!(atoi("1"), 1);
+        assert_eq!(atoi("  12abc"), 12);
+        assert_eq!(atoi("-1"), -1);
+        assert_eq!(atoi("+7"), 7);
+        assert_eq!(atoi("0"), 0);
+        assert_eq!(atoi("yes"), 0);
+        assert_eq!(atoi(""), 0);
+        assert_eq!(atoi("- 1"), 0);
+        assert_eq!(atoi("99999999999999999999999"), i64::MAX);
+        assert_eq!(fork_timeout_ms(None), FORK_TIMEOUT_S * 1000);
+        assert_eq!(fork_timeout_ms(Some("2")), 2000);
+        assert_eq!(fork_timeout_ms(Some("0")), FORK_TIMEOUT_S * 1000);
+        assert_eq!(fork_timeout_ms(Some("4000")), FORK_TIMEOUT_S * 1000);
+        assert_eq!(fork_timeout_ms(Some("x")), FORK_TIMEOUT_S * 1000);
     }
 }

@@ -13,6 +13,10 @@
 //! Two lock-free tables of 2^20 slots (chunks of 1024 allocated on first
 //! use), indexed by descriptor: `KIND` for the application's descriptors,
 //! `REFS` counting the application's descriptors of each rsocket.
+//!
+//! In fork mode (`RDMAV_FORK_SAFE`, see `Fork`) a third table, `FORK`,
+//! says where each of the application's TCP sockets stands on its way to
+//! becoming an rsocket.
 
 use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
@@ -62,6 +66,22 @@ impl Slots {
 
     fn get(&self, i: i32) -> i32 {
         self.slot(i, false).map_or(0, |s| s.load(Ordering::Acquire))
+    }
+
+    /// Every index whose slot holds `v` (allocated chunks only).
+    fn each_with(&self, v: i32, mut f: impl FnMut(i32)) {
+        for (c, p) in self.0.iter().enumerate() {
+            let p = p.load(Ordering::Acquire);
+            if p.is_null() {
+                continue;
+            }
+            // SAFETY: chunks are never freed.
+            for (o, slot) in unsafe { &(*p).0 }.iter().enumerate() {
+                if slot.load(Ordering::Acquire) == v {
+                    f((c * CHUNK + o) as i32);
+                }
+            }
+        }
     }
 }
 
@@ -151,9 +171,142 @@ pub fn forget(fd: i32) -> (Kind, bool) {
     }
 }
 
+/// Every descriptor recorded as a repoll instance.
+pub fn each_repoll(f: impl FnMut(i32)) {
+    KIND.each_with(REPOLL, f)
+}
+
 /// Whether any of `fds` is an rsocket.
 pub fn any_rsocket(fds: impl IntoIterator<Item = i32>) -> bool {
     fds.into_iter().any(|fd| rsocket(fd).is_some())
+}
+
+/// Fork mode: where one of the application's TCP sockets stands. Such a
+/// socket starts as real TCP and becomes an rsocket only after the
+/// program had its chance to fork: at the first data call after
+/// `connect` (active side) or `accept` (passive side). The transitions
+/// are `next`'s; a slot changes only by compare-and-swap, so exactly one
+/// thread moves a socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fork {
+    /// Not a fork-mode socket (or no longer: moved, or kept as TCP).
+    None,
+    /// Created, neither connected nor listening yet.
+    Fresh,
+    /// A TCP listener: what it accepts is `Passive`.
+    Listen,
+    /// Connected (or connecting): moves at its first data call.
+    Active,
+    /// Accepted: moves at its first data call.
+    Passive,
+    /// A thread is moving it now; others wait for the outcome.
+    Moving,
+}
+
+/// What happens to a fork-mode socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForkEvent {
+    /// `listen` succeeded.
+    Listened,
+    /// `connect` succeeded or is in progress.
+    Connected,
+    /// A thread takes the socket to move it.
+    Claim,
+    /// The move ended (an rsocket now, or TCP kept for good).
+    Settled,
+}
+
+/// The state after `ev`, None when `ev` does not apply to `s` (nothing
+/// changes then).
+pub const fn next(s: Fork, ev: ForkEvent) -> Option<Fork> {
+    match (s, ev) {
+        (Fork::Fresh, ForkEvent::Listened) => Some(Fork::Listen),
+        (Fork::Fresh, ForkEvent::Connected) => Some(Fork::Active),
+        (Fork::Active | Fork::Passive, ForkEvent::Claim) => Some(Fork::Moving),
+        (Fork::Moving, ForkEvent::Settled) => Some(Fork::None),
+        _ => None,
+    }
+}
+
+/// Fork states by application descriptor: the state in the low byte,
+/// `EPOLLED` above it.
+static FORK: Slots = Slots::new();
+/// The socket was registered in an epoll instance while it was TCP (its
+/// registrations move with it).
+const EPOLLED: i32 = 0x100;
+
+const fn encode(s: Fork) -> i32 {
+    match s {
+        Fork::None => 0,
+        Fork::Fresh => 1,
+        Fork::Listen => 2,
+        Fork::Active => 3,
+        Fork::Passive => 4,
+        Fork::Moving => 5,
+    }
+}
+
+const fn decode(v: i32) -> Fork {
+    match v & 0xff {
+        1 => Fork::Fresh,
+        2 => Fork::Listen,
+        3 => Fork::Active,
+        4 => Fork::Passive,
+        5 => Fork::Moving,
+        _ => Fork::None,
+    }
+}
+
+/// `fd`'s fork state.
+pub fn fork_state(fd: i32) -> Fork {
+    decode(FORK.get(fd))
+}
+
+/// Whether `fd` was registered in an epoll instance while it was TCP.
+pub fn fork_epolled(fd: i32) -> bool {
+    FORK.get(fd) & EPOLLED != 0
+}
+
+/// Give a new descriptor its fork state (`Fork::None` clears it); false
+/// when `fd` is out of range or there is no memory (nothing recorded).
+pub fn fork_set(fd: i32, s: Fork) -> bool {
+    if s == Fork::None {
+        if let Some(k) = FORK.slot(fd, false) {
+            k.store(0, Ordering::Release);
+        }
+        return true;
+    }
+    match FORK.slot(fd, true) {
+        Some(k) => {
+            k.store(encode(s), Ordering::Release);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Apply `ev` to `fd`'s state; the state before it when it applied.
+pub fn fork_advance(fd: i32, ev: ForkEvent) -> Option<Fork> {
+    let k = FORK.slot(fd, false)?;
+    let mut cur = k.load(Ordering::Acquire);
+    loop {
+        let s = decode(cur);
+        let n = next(s, ev)?;
+        // The EPOLLED mark stays until the socket settles.
+        let v = if n == Fork::None { 0 } else { encode(n) | (cur & EPOLLED) };
+        match k.compare_exchange(cur, v, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Some(s),
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// Note that `fd` (a fork-mode TCP socket) joined an epoll instance.
+pub fn fork_mark_epolled(fd: i32) {
+    if let Some(k) = FORK.slot(fd, false) {
+        let _ =
+            k.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| (decode(v) != Fork::None).then_some(v | EPOLLED));
+    }
 }
 
 #[cfg(test)]
@@ -182,5 +335,73 @@ mod tests {
         assert!(set_type(7000, libc::SOCK_STREAM));
         assert_eq!(type_of(7000), libc::SOCK_STREAM);
         assert_eq!(type_of(7001), 0);
+    }
+
+    #[test]
+    fn fork_states_follow_the_socket() {
+        use Fork::*;
+        use ForkEvent::*;
+        // The table of transitions.
+        assert_eq!(next(Fresh, Listened), Some(Listen));
+        assert_eq!(next(Fresh, Connected), Some(Active));
+        assert_eq!(next(Active, Claim), Some(Moving));
+        assert_eq!(next(Passive, Claim), Some(Moving));
+        assert_eq!(next(Moving, Settled), Some(None));
+        for s in [None, Fresh, Listen, Active, Passive, Moving] {
+            for ev in [Listened, Connected, Claim, Settled] {
+                let allowed = matches!(
+                    (s, ev),
+                    (Fresh, Listened) | (Fresh, Connected) | (Active, Claim) | (Passive, Claim) | (Moving, Settled)
+                );
+                assert_eq!(next(s, ev).is_some(), allowed, "{s:?} {ev:?}");
+            }
+            assert_eq!(decode(encode(s)), s);
+        }
+        // A client: created, connected, claimed once, settled.
+        let fd = 6000;
+        assert_eq!(fork_state(fd), None);
+        assert_eq!(fork_advance(fd, Connected), Option::None, "no state: nothing applies");
+        assert!(fork_set(fd, Fresh));
+        assert_eq!(fork_advance(fd, Claim), Option::None, "not connected yet");
+        assert_eq!(fork_advance(fd, Connected), Some(Fresh));
+        assert_eq!(fork_state(fd), Active);
+        fork_mark_epolled(fd);
+        assert!(fork_epolled(fd));
+        assert_eq!(fork_advance(fd, Claim), Some(Active));
+        assert_eq!(fork_state(fd), Moving);
+        assert!(fork_epolled(fd), "the mark stays while moving");
+        assert_eq!(fork_advance(fd, Claim), Option::None, "a second thread cannot claim it");
+        assert_eq!(fork_advance(fd, Settled), Some(Moving));
+        assert_eq!(fork_state(fd), None);
+        assert!(!fork_epolled(fd));
+        // A listener and what it accepts.
+        assert!(fork_set(fd, Fresh));
+        assert_eq!(fork_advance(fd, Listened), Some(Fresh));
+        assert_eq!(fork_state(fd), Listen);
+        assert_eq!(fork_advance(fd, Claim), Option::None, "a listener never moves");
+        assert!(fork_set(fd + 1, Passive));
+        assert_eq!(fork_advance(fd + 1, Claim), Some(Passive));
+        assert_eq!(fork_advance(fd + 1, Settled), Some(Moving));
+        // Closing forgets; a mark on a plain descriptor is not kept.
+        assert!(fork_set(fd, None));
+        assert_eq!(fork_state(fd), None);
+        fork_mark_epolled(fd);
+        assert!(!fork_epolled(fd));
+        assert!(!fork_set(LIMIT, Fresh));
+        assert_eq!(fork_state(-3), None);
+    }
+
+    #[test]
+    fn repoll_instances_are_found() {
+        assert!(add_repoll(700_001));
+        assert!(add_repoll(3));
+        let mut seen = Vec::new();
+        each_repoll(|fd| seen.push(fd));
+        assert!(seen.contains(&700_001) && seen.contains(&3));
+        forget(700_001);
+        forget(3);
+        let mut seen = Vec::new();
+        each_repoll(|fd| seen.push(fd));
+        assert!(!seen.contains(&700_001) && !seen.contains(&3));
     }
 }
