@@ -49,6 +49,72 @@ pub fn strdup(s: &CStr) -> Result<NonNull<libc::c_char>> {
     NonNull::new(unsafe { libc::strdup(s.as_ptr()) }).ok_or(Error::NOMEM)
 }
 
+/// An owned `malloc` copy of a C string (the fallible `CString`).
+pub struct MStr(NonNull<libc::c_char>);
+
+// SAFETY: a private heap block, never shared.
+unsafe impl Send for MStr {}
+// SAFETY: only read through &self.
+unsafe impl Sync for MStr {}
+
+impl MStr {
+    /// A copy of `s`, or ENOMEM.
+    pub fn new(s: &CStr) -> Result<MStr> {
+        strdup(s).map(MStr)
+    }
+
+    pub fn as_cstr(&self) -> &CStr {
+        // SAFETY: a NUL-terminated copy owned by self.
+        unsafe { CStr::from_ptr(self.0.as_ptr()) }
+    }
+
+    /// A second copy, or ENOMEM.
+    pub fn try_clone(&self) -> Result<MStr> {
+        MStr::new(self.as_cstr())
+    }
+}
+
+impl Drop for MStr {
+    fn drop(&mut self) {
+        // SAFETY: our strdup block, freed once.
+        unsafe { free(self.0.as_ptr()) }
+    }
+}
+
+impl PartialEq for MStr {
+    fn eq(&self, o: &Self) -> bool {
+        self.as_cstr() == o.as_cstr()
+    }
+}
+
+impl std::fmt::Debug for MStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_cstr())
+    }
+}
+
+/// `v.push(x)`, growing with `try_reserve`: ENOMEM instead of an abort.
+pub fn push<T>(v: &mut Vec<T>, x: T) -> Result<()> {
+    v.try_reserve(1).map_err(|_| Error::NOMEM)?;
+    v.push(x);
+    Ok(())
+}
+
+/// A `Vec` holding `x` alone, or ENOMEM.
+pub fn vec1<T>(x: T) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    push(&mut v, x)?;
+    Ok(v)
+}
+
+/// A `Vec` copy of `items`, or ENOMEM.
+pub fn to_vec<T: Clone>(items: &[T]) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(items.len()).map_err(|_| Error::NOMEM)?;
+    v.extend_from_slice(items);
+    Ok(v)
+}
+
 /// `free` of a block from this module (or NULL).
 ///
 /// # Safety
@@ -278,5 +344,16 @@ mod tests {
         // SAFETY: our block.
         unsafe { free(z.as_ptr()) };
         assert_eq!(*try_box(5u8).unwrap(), 5);
+    }
+
+    #[test]
+    fn fallible_collections() {
+        let m = MStr::new(cstr!("name")).unwrap();
+        assert_eq!(m.try_clone().unwrap(), m);
+        assert_eq!(m.as_cstr(), cstr!("name"));
+        let mut v = vec1(1u8).unwrap();
+        push(&mut v, 2).unwrap();
+        assert_eq!(to_vec(&v).unwrap(), [1, 2]);
+        assert_eq!(to_vec::<u8>(&[]).unwrap(), []);
     }
 }

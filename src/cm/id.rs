@@ -624,7 +624,7 @@ impl Id {
             dst: known(self.addr(false)),
             ..Default::default()
         };
-        let out = crate::addr::acm::resolve(ai, &h);
+        let out = crate::addr::acm::resolve(ai, &h)?;
         let route = &out.last().ok_or(Error::Errno(libc::ENOENT))?.route;
         if route.is_empty() {
             return Err(Error::Errno(libc::ENOENT));
