@@ -161,6 +161,45 @@ pub unsafe fn try_box_in_place<T>(init: impl FnOnce(*mut T)) -> Result<Box<T>> {
     Ok(unsafe { Box::from_raw(p) })
 }
 
+/// Start a detached thread named `name` running `f`, or fail with ENOMEM.
+///
+/// `std::thread::Builder::spawn` reports pthread_create's failure, but
+/// allocates its own bookkeeping (the thread handle, the result packet,
+/// the boxed closure) infallibly: under an exhausted heap it aborts. Here
+/// the closure's box is the one allocation, made with [`try_box`]; the
+/// thread is a plain pthread (std's `thread::current()` still works in it).
+/// A panic in `f` ends the thread, never unwinds into C.
+pub fn spawn<F: FnOnce() + Send + 'static>(name: &CStr, f: F) -> Result<()> {
+    extern "C" fn start<F: FnOnce()>(arg: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: arg is the box spawn leaked for this thread alone.
+        let f = unsafe { Box::from_raw(arg as *mut F) };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        std::ptr::null_mut()
+    }
+    let raw = Box::into_raw(try_box(f)?);
+    // SAFETY: attr is initialised before use and destroyed after; the
+    // thread owns `raw` once pthread_create succeeded, else we take it back.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        let mut rc = libc::pthread_attr_init(&mut attr);
+        if rc == 0 {
+            rc = libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+            let mut t: libc::pthread_t = 0;
+            if rc == 0 {
+                rc = libc::pthread_create(&mut t, &attr, start::<F>, raw as *mut libc::c_void);
+            }
+            libc::pthread_attr_destroy(&mut attr);
+            if rc == 0 {
+                // (a name longer than 15 bytes is refused: the thread runs unnamed)
+                libc::pthread_setname_np(t, name.as_ptr());
+                return Ok(());
+            }
+        }
+        drop(Box::from_raw(raw));
+        Err(Error::Errno(if rc == libc::EAGAIN { libc::ENOMEM } else { rc }))
+    }
+}
+
 /// A shared, reference-counted owner whose construction can fail (std's
 /// `Arc::new` aborts the process when the heap is exhausted).
 ///
@@ -344,6 +383,13 @@ mod tests {
         // SAFETY: our block.
         unsafe { free(z.as_ptr()) };
         assert_eq!(*try_box(5u8).unwrap(), 5);
+    }
+
+    #[test]
+    fn spawned_threads_run() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        spawn(cstr!("cmem-test"), move || tx.send(7).unwrap()).unwrap();
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap(), 7);
     }
 
     #[test]
