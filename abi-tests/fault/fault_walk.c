@@ -16,6 +16,7 @@
  * OPTIONS:
  *   --label L     the library's name in the summary line (default: the file
  *                 that rdma_create_event_channel was bound to)
+ *   --from K      start at point K (default 1; to look at a few points)
  *   --max N       stop after point N (default 100000)
  *   --dense D     walk every point up to D, then every STEP-th (default:
  *   --step STEP   every point; STEP 1)
@@ -41,10 +42,13 @@
  *   hang      killed after --timeout, or a scenario's wait for something
  *             that its calls had promised (an event after a successful
  *             resolve/connect, the peer's data) ran out (--wait);
+ *   lost      (rdgram) a datagram that never arrived although every call
+ *             succeeded: datagram sockets may drop one under memory
+ *             pressure, as UDP does (not a failure);
  * and, independently, "unusable after" when the second, unfailing run of
  * the scenario in the same process did not succeed.
  * Summary line:
- *   SCENARIO LABEL: P points, R runs, O ok, E errors, A aborts, H hangs, U unusable after
+ *   SCENARIO LABEL: P points, R runs, O ok, E errors, L lost, A aborts, H hangs, U unusable after
  * (P: the failure points the walk found; R: the runs made, fewer than P
  * with --dense/--step). Exit 0 when A + H == 0, else 1; 2 for usage errors,
  * 3 when the shim is not preloaded.
@@ -100,10 +104,11 @@ static struct fault_shim *shim;
 
 /* ---- one run's report, shared with the parent ---- */
 
-enum { RUN_NONE, RUN_OK, RUN_ERR, RUN_STALL };
+enum { RUN_NONE, RUN_OK, RUN_ERR, RUN_STALL, RUN_LOST };
 
 struct report {
-	char step[64];	/* the scenario's current step */
+	char step[64];	/* the scenario's current step (main thread) */
+	char peer_step[64]; /* the peer thread's (ep, rstream) */
 	int phase;	/* 0: the failing run, 1: the run after */
 	int result[2];	/* RUN_* per phase */
 	char err[2][160];
@@ -115,11 +120,17 @@ struct report {
 static struct report *rep;
 
 static int opt_wait = 5000;
+static __thread int is_peer;
+/* waiting for a datagram: one that never comes was lost, not a hang */
+static __thread int lost_ok;
 static const char *opt_ip = "192.0.2.1";
 
 static void step(const char *s)
 {
-	snprintf(rep->step, sizeof(rep->step), "%s", s);
+	if (is_peer)
+		snprintf(rep->peer_step, sizeof(rep->peer_step), "%s", s);
+	else
+		snprintf(rep->step, sizeof(rep->step), "%s", s);
 }
 
 /* Record the first failure of this phase; returns -1. */
@@ -466,11 +477,15 @@ static int sc_conn(void)
 		goto out;
 	if (wait_ev("server wait ESTABLISHED", sch, RDMA_CM_EVENT_ESTABLISHED, NULL, NULL))
 		goto out;
-	if (CALL("rdma_disconnect", rdma_disconnect(cli)))
-		goto out;
-	if (wait_ev("client wait DISCONNECTED", cch, RDMA_CM_EVENT_DISCONNECTED, NULL, NULL))
+	/* the client's DREQ; the server answers with its own disconnect (the
+	 * DREP), then the client sees its DISCONNECTED */
+	if (CALL("rdma_disconnect client", rdma_disconnect(cli)))
 		goto out;
 	if (wait_ev("server wait DISCONNECTED", sch, RDMA_CM_EVENT_DISCONNECTED, NULL, NULL))
+		goto out;
+	if (CALL("rdma_disconnect server", rdma_disconnect(child)))
+		goto out;
+	if (wait_ev("client wait DISCONNECTED", cch, RDMA_CM_EVENT_DISCONNECTED, NULL, NULL))
 		goto out;
 	step("destroy the connection");
 	drop_id(&child);
@@ -514,6 +529,7 @@ static void *ep_client(void *arg)
 	char port[16];
 	int ok = 0;
 
+	is_peer = 1;
 	memset(&h, 0, sizeof(h));
 	h.ai_port_space = RDMA_PS_TCP;
 	snprintf(port, sizeof(port), "%d", c->port);
@@ -570,7 +586,7 @@ static int wait_fd(const char *what, int fd, volatile int *peer, int (*pollfn)(s
 			return failf(RUN_ERR, "%s: the peer failed", what);
 		waited += 100;
 		if (waited >= opt_wait)
-			return failf(RUN_STALL, "%s: nothing within %d ms", what, opt_wait);
+			return failf(lost_ok ? RUN_LOST : RUN_STALL, "%s: nothing within %d ms", what, opt_wait);
 	}
 }
 
@@ -582,7 +598,7 @@ static int join_peer(pthread_t t, volatile int *done)
 	ts.tv_sec += opt_wait / 1000 + 2;
 	step("join the peer thread");
 	if (pthread_timedjoin_np(t, NULL, &ts))
-		return failf(RUN_STALL, "the peer thread did not end (its last step: %s)", rep->step);
+		return failf(RUN_STALL, "the peer thread did not end (its last step: %s)", rep->peer_step);
 	return *done == 1 ? 0 : -1;
 }
 
@@ -737,6 +753,7 @@ static void *rs_client(void *arg)
 	struct rs_client *c = arg;
 	int fd, ok = 0;
 
+	is_peer = 1;
 	step("client rsocket");
 	errno = 0;
 	fd = rsocket(c->addr.ss_family, SOCK_STREAM, 0);
@@ -841,26 +858,34 @@ static int sc_rdgram(void)
 		fail_errno();
 		goto out;
 	}
-	if (wait_fd("b waits for the datagram", b, NULL, rpoll_fn))
+	lost_ok = 1;
+	r = wait_fd("b waits for the datagram", b, NULL, rpoll_fn);
+	lost_ok = 0;
+	if (r)
 		goto out;
 	flen = sizeof(from);
 	step("rrecvfrom b");
 	n = rrecvfrom(b, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
 	if (n != 4) {
 		n < 0 ? fail_errno() : failf(RUN_ERR, "rrecvfrom b: %zd bytes", n);
+		r = -1;
 		goto out;
 	}
 	step("rsendto b->a");
 	if (rsendto(b, "pong", 4, 0, (struct sockaddr *)&from, flen) != 4) {
-		fail_errno();
+		r = fail_errno();
 		goto out;
 	}
-	if (wait_fd("a waits for the reply", a, NULL, rpoll_fn))
+	lost_ok = 1;
+	r = wait_fd("a waits for the reply", a, NULL, rpoll_fn);
+	lost_ok = 0;
+	if (r)
 		goto out;
 	step("rrecvfrom a");
 	n = rrecvfrom(a, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);
 	if (n != 4) {
 		n < 0 ? fail_errno() : failf(RUN_ERR, "rrecvfrom a: %zd bytes", n);
+		r = -1;
 		goto out;
 	}
 	r = 0;
@@ -958,18 +983,28 @@ static void catch_fatal(void)
  * object's symbol table; "?" where it has none) */
 static void print_frame(const char *f)
 {
-	char cmd[512], fn[256] = "";
+	char cmd[512], fn[1024] = "";
 	const char *plus = strrchr(f, '+');
 	FILE *p;
 
 	if (plus && memchr(f, '/', (size_t)(plus - f)) && !getenv("FAULT_NO_SYMBOLS")) {
-		snprintf(cmd, sizeof(cmd), "addr2line -f -C -e '%.*s' %#lx 2>/dev/null", (int)(plus - f), f,
+		char line[256];
+		int odd = 0;
+
+		/* -i: with line tables, the functions inlined there too
+		 * (innermost first), joined by " < " */
+		snprintf(cmd, sizeof(cmd), "addr2line -f -C -i -e '%.*s' %#lx 2>/dev/null", (int)(plus - f), f,
 			 strtoul(plus + 1, NULL, 16) - 1);
 		p = popen(cmd, "r");
 		if (p) {
-			if (!fgets(fn, sizeof(fn), p))
-				fn[0] = 0;
-			fn[strcspn(fn, "\n")] = 0;
+			while (fgets(line, sizeof(line), p)) {
+				if (!(odd++ & 1)) {
+					line[strcspn(line, "\n")] = 0;
+					if (fn[0] && strlen(fn) + 4 < sizeof(fn))
+						strcat(fn, " < ");
+					strncat(fn, line, sizeof(fn) - strlen(fn) - 1);
+				}
+			}
 			pclose(p);
 		}
 	}
@@ -1053,10 +1088,10 @@ static int run_child(int (*fn)(void), long k, int timeout)
 	return st;
 }
 
-static int walk(const char *name, int (*fn)(void), const char *label, long max, long dense, long stepk,
+static int walk(const char *name, int (*fn)(void), const char *label, long from, long max, long dense, long stepk,
 		int timeout)
 {
-	long k, points = 0, runs = 0, ok = 0, errs = 0, aborts = 0, hangs = 0, unusable = 0;
+	long k, points = 0, runs = 0, ok = 0, errs = 0, lost = 0, aborts = 0, hangs = 0, unusable = 0;
 	int st, i;
 
 	/* how many allocations one run makes, nothing failing */
@@ -1070,10 +1105,10 @@ static int walk(const char *name, int (*fn)(void), const char *label, long max, 
 	if (st == -1 || !WIFEXITED(st) || rep->result[0] != RUN_OK || rep->result[1] != RUN_OK) {
 		printf("# %s: the scenario does not pass without failures (%s / %s): not walked\n", name,
 		       rep->err[0], rep->err[1]);
-		printf("%s %s: 0 points, 0 runs, 0 ok, 0 errors, 0 aborts, 1 hangs, 0 unusable after\n", name, label);
+		printf("%s %s: not walked (the scenario fails without failures)\n", name, label);
 		return 1;
 	}
-	for (k = 1; k <= max; k += (k < dense ? 1 : stepk)) {
+	for (k = from; k <= max; k += (k < dense ? 1 : stepk)) {
 		st = run_child(fn, k, timeout);
 		runs++;
 		if (st != -1 && WIFEXITED(st) && !shim->fired && !rep->fired) {
@@ -1084,7 +1119,8 @@ static int walk(const char *name, int (*fn)(void), const char *label, long max, 
 		points = k;
 		if (st == -1) {
 			hangs++;
-			printf("  k=%ld: hang (killed after %d s) in step '%s'\n", k, timeout, rep->step);
+			printf("  k=%ld: hang (killed after %d s) in step '%s'%s%s%s\n", k, timeout, rep->step,
+			       rep->peer_step[0] ? " (peer thread: '" : "", rep->peer_step, rep->peer_step[0] ? "')" : "");
 			print_frames();
 			continue;
 		}
@@ -1105,6 +1141,11 @@ static int walk(const char *name, int (*fn)(void), const char *label, long max, 
 		case RUN_OK:
 			ok++;
 			break;
+		case RUN_LOST:
+			lost++;
+			printf("  k=%ld: lost: %s\n", k, rep->err[0]);
+			print_frames();
+			break;
 		case RUN_STALL:
 			hangs++;
 			printf("  k=%ld: hang: %s\n", k, rep->err[0]);
@@ -1118,8 +1159,7 @@ static int walk(const char *name, int (*fn)(void), const char *label, long max, 
 			unusable++;
 			printf("  k=%ld: unusable after (%s): the next run: %s\n", k,
 			       rep->result[0] == RUN_OK ? "ok" : rep->err[0], rep->err[1]);
-			if (getenv("FAULT_FRAMES_UNUSABLE"))
-				print_frames();
+			print_frames();
 		}
 	}
 	if (k > max)
@@ -1131,8 +1171,8 @@ static int walk(const char *name, int (*fn)(void), const char *label, long max, 
 		if (kinds_dropped)
 			printf("#   (%d more kinds not listed)\n", kinds_dropped);
 	}
-	printf("%s %s: %ld points, %ld runs, %ld ok, %ld errors, %ld aborts, %ld hangs, %ld unusable after\n", name,
-	       label, points, runs, ok, errs, aborts, hangs, unusable);
+	printf("%s %s: %ld points, %ld runs, %ld ok, %ld errors, %ld lost, %ld aborts, %ld hangs, %ld unusable after\n",
+	       name, label, points, runs, ok, errs, lost, aborts, hangs, unusable);
 	return aborts + hangs ? 1 : 0;
 }
 
@@ -1164,6 +1204,14 @@ static int self_test(void)
 	CHECK(p_disarm() >= 1, "fopen's allocation is counted\n");
 	if (f)
 		fclose(f);
+	if (!getenv("FAULT_IN_GETADDRINFO")) {
+		struct addrinfo *ai = NULL;
+
+		p_arm(0);
+		if (!getaddrinfo("127.0.0.1", "7471", NULL, &ai))
+			freeaddrinfo(ai);
+		CHECK(p_disarm() == 0, "allocations inside getaddrinfo are left alone\n");
+	}
 	p_arm(2);
 	p = malloc(16);
 	errno = 0;
@@ -1203,7 +1251,7 @@ static int self_test(void)
 int main(int argc, char **argv)
 {
 	const char *label = NULL;
-	long max = 100000, dense = 0, stepk = 1;
+	long max = 100000, dense = 0, stepk = 1, from = 1;
 	int timeout = 30, count = 0, i;
 	size_t s;
 
@@ -1223,6 +1271,8 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(argv[i], "--label") && i + 1 < argc)
 			label = argv[++i];
+		else if (!strcmp(argv[i], "--from") && i + 1 < argc)
+			from = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--max") && i + 1 < argc)
 			max = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--dense") && i + 1 < argc)
@@ -1247,7 +1297,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (i != argc - 1 || stepk < 1) {
-		fprintf(stderr, "usage: %s [--label L] [--max N] [--dense D --step S] [--timeout S] [--wait MS] "
+		fprintf(stderr, "usage: %s [--label L] [--from K] [--max N] [--dense D --step S] [--timeout S] [--wait MS] "
 				"[--ip ADDR] [--count] SCENARIO | --list | --self-test\n",
 			argv[0]);
 		return 2;
@@ -1270,7 +1320,7 @@ int main(int argc, char **argv)
 			       st == -1 ? "hung" : !WIFEXITED(st) ? "killed" : rep->result[0] == RUN_OK ? "ok" : rep->err[0]);
 			return st == -1 || !WIFEXITED(st) || rep->result[0] != RUN_OK;
 		}
-		return walk(scenarios[s].name, scenarios[s].fn, label, max, dense, stepk, timeout);
+		return walk(scenarios[s].name, scenarios[s].fn, label, from, max, dense, stepk, timeout);
 	}
 	fprintf(stderr, "fault_walk: unknown scenario %s\n", argv[i]);
 	return 2;
