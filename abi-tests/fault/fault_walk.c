@@ -46,9 +46,14 @@
  *             succeeded: datagram sockets may drop one under memory
  *             pressure, as UDP does (not a failure);
  * and, independently, "unusable after" when the second, unfailing run of
- * the scenario in the same process did not succeed.
+ * the scenario in the same process did not succeed; counted apart when the
+ * allocation that failed was the library's own (the innermost frame that
+ * is not glibc, the loader or libgcc is in the librdmacm under test), as
+ * opposed to another library's (libibverbs, for one, never retries a
+ * provider whose registration failed in its constructor).
  * Summary line:
  *   SCENARIO LABEL: P points, R runs, O ok, E errors, L lost, A aborts, H hangs, U unusable after
+ *       (N after the library's own allocation failed)
  * (P: the failure points the walk found; R: the runs made, fewer than P
  * with --dense/--step). Exit 0 when A + H == 0, else 1; 2 for usage errors,
  * 3 when the shim is not preloaded.
@@ -947,6 +952,31 @@ static void print_frames(void)
 		print_frame(shim->frames[i]);
 }
 
+static const char *lib_file(void);
+
+/* Whose allocation failed: the object of the innermost frame that is not
+ * glibc, the loader or libgcc (whose functions allocate for their caller).
+ * 1: the librdmacm under test. */
+static int failed_in_library(void)
+{
+	static const char *const infra[] = { "/libc.so.6+", "/ld-linux-x86-64.so.2+", "/libgcc_s.so.1+" };
+	const char *lib = lib_file();
+	size_t n = strlen(lib), j;
+	int i;
+
+	for (i = 0; i < shim->nframes && i < FAULT_FRAMES; i++) {
+		const char *f = shim->frames[i];
+		int skip = 0;
+
+		for (j = 0; j < sizeof(infra) / sizeof(infra[0]); j++)
+			skip |= strstr(f, infra[j]) != NULL;
+		if (skip)
+			continue;
+		return !strncmp(f, lib, n) && f[n] == '+';
+	}
+	return 0;
+}
+
 static const char *lib_file(void)
 {
 	Dl_info di;
@@ -1091,7 +1121,7 @@ static int run_child(int (*fn)(void), long k, int timeout)
 static int walk(const char *name, int (*fn)(void), const char *label, long from, long max, long dense, long stepk,
 		int timeout)
 {
-	long k, points = 0, runs = 0, ok = 0, errs = 0, lost = 0, aborts = 0, hangs = 0, unusable = 0;
+	long k, points = 0, runs = 0, ok = 0, errs = 0, lost = 0, aborts = 0, hangs = 0, unusable = 0, unusable_own = 0;
 	int st, i;
 
 	/* how many allocations one run makes, nothing failing */
@@ -1156,9 +1186,13 @@ static int walk(const char *name, int (*fn)(void), const char *label, long from,
 			tally(rep->err[0], k);
 		}
 		if (rep->result[1] != RUN_OK) {
+			int own = failed_in_library();
+
 			unusable++;
-			printf("  k=%ld: unusable after (%s): the next run: %s\n", k,
-			       rep->result[0] == RUN_OK ? "ok" : rep->err[0], rep->err[1]);
+			unusable_own += own;
+			printf("  k=%ld: unusable after (%s): the next run: %s; the failed allocation was %s\n", k,
+			       rep->result[0] == RUN_OK ? "ok" : rep->err[0], rep->err[1],
+			       own ? "the library's own" : "another library's");
 			print_frames();
 		}
 	}
@@ -1171,8 +1205,9 @@ static int walk(const char *name, int (*fn)(void), const char *label, long from,
 		if (kinds_dropped)
 			printf("#   (%d more kinds not listed)\n", kinds_dropped);
 	}
-	printf("%s %s: %ld points, %ld runs, %ld ok, %ld errors, %ld lost, %ld aborts, %ld hangs, %ld unusable after\n",
-	       name, label, points, runs, ok, errs, lost, aborts, hangs, unusable);
+	printf("%s %s: %ld points, %ld runs, %ld ok, %ld errors, %ld lost, %ld aborts, %ld hangs, %ld unusable after "
+	       "(%ld after the library's own allocation failed)\n",
+	       name, label, points, runs, ok, errs, lost, aborts, hangs, unusable, unusable_own);
 	return aborts + hangs ? 1 : 0;
 }
 

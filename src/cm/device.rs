@@ -287,7 +287,8 @@ impl List {
                 }
             }
         }
-        devs.sort_by_key(|d| (d.index, u64::from_be(d.guid)));
+        // (sort_unstable: the stable sort may allocate a buffer)
+        devs.sort_unstable_by_key(|d| (d.index, u64::from_be(d.guid)));
         self.devs = devs;
         if !self.raw.is_null() {
             // SAFETY: the previous list; its devices stay referenced by
