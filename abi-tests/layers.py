@@ -70,6 +70,7 @@ ORDER = [
     "rs",
     "capi",
     "capi::*",
+    "fuzzing",
 ]
 
 

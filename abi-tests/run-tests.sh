@@ -57,6 +57,8 @@ if [ -x abi-tests/gai/run-diff.sh ] || [ -f abi-tests/gai/run-diff.sh ]; then
 	step gai-diff bash abi-tests/gai/run-diff.sh
 	step gai-leak bash abi-tests/gai/leak.sh
 fi
+step fault-host bash abi-tests/fault/host.sh
+step fuzz-smoke bash fuzz/run.sh "${FUZZ_SMOKE_SECONDS:-5}"
 if [ "${RDMACM_SKIP_VM:-0}" != 1 ]; then
 	step vm bash abi-tests/vm/vm-test.sh
 fi

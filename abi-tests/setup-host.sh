@@ -28,3 +28,16 @@ for c in rustfmt clippy; do
 		rustup component add "$c" >/dev/null 2>&1 || { echo "setup-host: cannot install $c (rustup component add $c)" >&2; exit 1; }
 	fi
 done
+# The fuzz targets (fuzz/run.sh; `make test` runs each for a few seconds):
+# the nightly toolchain and cargo-fuzz. A failure here stops the setup: the
+# fuzz step must not be skipped silently.
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+	echo "setup-host: installing the nightly toolchain (cargo-fuzz needs it)"
+	rustup toolchain install nightly --profile minimal >/dev/null 2>&1 ||
+		{ echo "setup-host: cannot install the nightly toolchain (rustup toolchain install nightly)" >&2; exit 1; }
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+	echo "setup-host: installing cargo-fuzz"
+	cargo install --locked cargo-fuzz >/dev/null 2>&1 ||
+		{ echo "setup-host: cannot install cargo-fuzz (cargo install --locked cargo-fuzz)" >&2; exit 1; }
+fi

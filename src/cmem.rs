@@ -49,6 +49,72 @@ pub fn strdup(s: &CStr) -> Result<NonNull<libc::c_char>> {
     NonNull::new(unsafe { libc::strdup(s.as_ptr()) }).ok_or(Error::NOMEM)
 }
 
+/// An owned `malloc` copy of a C string (the fallible `CString`).
+pub struct MStr(NonNull<libc::c_char>);
+
+// SAFETY: a private heap block, never shared.
+unsafe impl Send for MStr {}
+// SAFETY: only read through &self.
+unsafe impl Sync for MStr {}
+
+impl MStr {
+    /// A copy of `s`, or ENOMEM.
+    pub fn new(s: &CStr) -> Result<MStr> {
+        strdup(s).map(MStr)
+    }
+
+    pub fn as_cstr(&self) -> &CStr {
+        // SAFETY: a NUL-terminated copy owned by self.
+        unsafe { CStr::from_ptr(self.0.as_ptr()) }
+    }
+
+    /// A second copy, or ENOMEM.
+    pub fn try_clone(&self) -> Result<MStr> {
+        MStr::new(self.as_cstr())
+    }
+}
+
+impl Drop for MStr {
+    fn drop(&mut self) {
+        // SAFETY: our strdup block, freed once.
+        unsafe { free(self.0.as_ptr()) }
+    }
+}
+
+impl PartialEq for MStr {
+    fn eq(&self, o: &Self) -> bool {
+        self.as_cstr() == o.as_cstr()
+    }
+}
+
+impl std::fmt::Debug for MStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_cstr())
+    }
+}
+
+/// `v.push(x)`, growing with `try_reserve`: ENOMEM instead of an abort.
+pub fn push<T>(v: &mut Vec<T>, x: T) -> Result<()> {
+    v.try_reserve(1).map_err(|_| Error::NOMEM)?;
+    v.push(x);
+    Ok(())
+}
+
+/// A `Vec` holding `x` alone, or ENOMEM.
+pub fn vec1<T>(x: T) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    push(&mut v, x)?;
+    Ok(v)
+}
+
+/// A `Vec` copy of `items`, or ENOMEM.
+pub fn to_vec<T: Clone>(items: &[T]) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(items.len()).map_err(|_| Error::NOMEM)?;
+    v.extend_from_slice(items);
+    Ok(v)
+}
+
 /// `free` of a block from this module (or NULL).
 ///
 /// # Safety
@@ -93,6 +159,45 @@ pub unsafe fn try_box_in_place<T>(init: impl FnOnce(*mut T)) -> Result<Box<T>> {
     init(p);
     // SAFETY: a global-allocator block of T's layout, initialised by init.
     Ok(unsafe { Box::from_raw(p) })
+}
+
+/// Start a detached thread named `name` running `f`, or fail with ENOMEM.
+///
+/// `std::thread::Builder::spawn` reports pthread_create's failure, but
+/// allocates its own bookkeeping (the thread handle, the result packet,
+/// the boxed closure) infallibly: under an exhausted heap it aborts. Here
+/// the closure's box is the one allocation, made with [`try_box`]; the
+/// thread is a plain pthread (std's `thread::current()` still works in it).
+/// A panic in `f` ends the thread, never unwinds into C.
+pub fn spawn<F: FnOnce() + Send + 'static>(name: &CStr, f: F) -> Result<()> {
+    extern "C" fn start<F: FnOnce()>(arg: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: arg is the box spawn leaked for this thread alone.
+        let f = unsafe { Box::from_raw(arg as *mut F) };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        std::ptr::null_mut()
+    }
+    let raw = Box::into_raw(try_box(f)?);
+    // SAFETY: attr is initialised before use and destroyed after; the
+    // thread owns `raw` once pthread_create succeeded, else we take it back.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        let mut rc = libc::pthread_attr_init(&mut attr);
+        if rc == 0 {
+            rc = libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+            let mut t: libc::pthread_t = 0;
+            if rc == 0 {
+                rc = libc::pthread_create(&mut t, &attr, start::<F>, raw as *mut libc::c_void);
+            }
+            libc::pthread_attr_destroy(&mut attr);
+            if rc == 0 {
+                // (a name longer than 15 bytes is refused: the thread runs unnamed)
+                libc::pthread_setname_np(t, name.as_ptr());
+                return Ok(());
+            }
+        }
+        drop(Box::from_raw(raw));
+        Err(Error::Errno(if rc == libc::EAGAIN { libc::ENOMEM } else { rc }))
+    }
 }
 
 /// A shared, reference-counted owner whose construction can fail (std's
@@ -278,5 +383,23 @@ mod tests {
         // SAFETY: our block.
         unsafe { free(z.as_ptr()) };
         assert_eq!(*try_box(5u8).unwrap(), 5);
+    }
+
+    #[test]
+    fn spawned_threads_run() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        spawn(cstr!("cmem-test"), move || tx.send(7).unwrap()).unwrap();
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap(), 7);
+    }
+
+    #[test]
+    fn fallible_collections() {
+        let m = MStr::new(cstr!("name")).unwrap();
+        assert_eq!(m.try_clone().unwrap(), m);
+        assert_eq!(m.as_cstr(), cstr!("name"));
+        let mut v = vec1(1u8).unwrap();
+        push(&mut v, 2).unwrap();
+        assert_eq!(to_vec(&v).unwrap(), [1, 2]);
+        assert_eq!(to_vec::<u8>(&[]).unwrap(), []);
     }
 }

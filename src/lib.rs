@@ -42,6 +42,9 @@ pub mod capi;
 pub mod cm;
 pub mod cmem;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handle;
 pub mod rs;
 pub mod sockaddr;

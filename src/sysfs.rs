@@ -1,51 +1,229 @@
 //! What the library reads from sysfs, rooted where libibverbs roots it
 //! (`$SYSFS_PATH` without trailing slashes when not set-uid, else `/sys`).
+//!
+//! Nothing here touches the heap except the result lists, which grow with
+//! `try_reserve` (docs/architecture.md, "Memory"): paths are built in
+//! fixed buffers ([`SPath`]), names and attributes are fixed-size values,
+//! directories are read with `opendir`/`readdir` (whose one allocation
+//! reports ENOMEM). std's `fs` and `Path` allocate infallibly.
 
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
-use std::path::{Path, PathBuf};
+use crate::error::{Error, Result};
+use std::ffi::CStr;
 use std::sync::OnceLock;
 
 /// Where character devices live.
-pub const CDEV_DIR: &str = "/dev/infiniband";
+pub const CDEV_DIR: &CStr = cstr!("/dev/infiniband");
 
-/// The sysfs root, computed once on first use.
-pub fn root() -> &'static Path {
-    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+/// Room for one path (the root and what is joined to it); a longer one is
+/// treated as absent.
+const PATH_CAP: usize = 1024;
+
+/// A NUL-terminated path in a fixed buffer.
+#[derive(Clone)]
+pub struct SPath {
+    buf: [u8; PATH_CAP],
+    len: usize,
+}
+
+impl SPath {
+    /// `bytes` as a path (None: too long, or with a NUL inside).
+    pub fn new(bytes: &[u8]) -> Option<SPath> {
+        if bytes.len() >= PATH_CAP || bytes.contains(&0) {
+            return None;
+        }
+        let mut p = SPath { buf: [0; PATH_CAP], len: bytes.len() };
+        p.buf[..bytes.len()].copy_from_slice(bytes);
+        Some(p)
+    }
+
+    /// `self/part` (None: too long).
+    pub fn join(&self, part: &[u8]) -> Option<SPath> {
+        let n = self.len + 1 + part.len();
+        if n >= PATH_CAP || part.contains(&0) {
+            return None;
+        }
+        let mut p = self.clone();
+        p.buf[self.len] = b'/';
+        p.buf[self.len + 1..n].copy_from_slice(part);
+        p.buf[n] = 0;
+        p.len = n;
+        Some(p)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    pub fn as_cstr(&self) -> &CStr {
+        // SAFETY: buf[len] is NUL and nothing before it is (checked when built).
+        unsafe { CStr::from_bytes_with_nul_unchecked(&self.buf[..=self.len]) }
+    }
+
+    /// Whether something is there (`stat` succeeds, following links).
+    pub fn exists(&self) -> bool {
+        // SAFETY: zeroed stat is a valid out-buffer; the path is a C string.
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            libc::stat(self.as_cstr().as_ptr(), &mut st) == 0
+        }
+    }
+}
+
+impl std::fmt::Debug for SPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_cstr())
+    }
+}
+
+/// A short text of at most N bytes (a device name, an attribute's value).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Text<const N: usize> {
+    b: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Text<N> {
+    /// None: longer than N bytes or not UTF-8.
+    pub fn new(s: &[u8]) -> Option<Self> {
+        if s.len() > N || std::str::from_utf8(s).is_err() {
+            return None;
+        }
+        let mut t = Text { b: [0; N], len: s.len() };
+        t.b[..s.len()].copy_from_slice(s);
+        Some(t)
+    }
+
+    pub fn as_str(&self) -> &str {
+        // SAFETY: checked UTF-8 when built.
+        unsafe { std::str::from_utf8_unchecked(&self.b[..self.len]) }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.b[..self.len]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<const N: usize> std::fmt::Debug for Text<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl<const N: usize> PartialEq<&str> for Text<N> {
+    fn eq(&self, o: &&str) -> bool {
+        self.as_str() == *o
+    }
+}
+
+/// A device name (`IB_DEVICE_NAME_MAX` is 64 with the NUL).
+pub type Name = Text<64>;
+/// A small attribute's value, without its trailing newline.
+pub type Attr = Text<256>;
+
+/// The sysfs root, computed once on first use (None: `$SYSFS_PATH` does
+/// not fit a path buffer; then no device is found).
+pub fn root() -> Option<&'static SPath> {
+    static ROOT: OnceLock<Option<SPath>> = OnceLock::new();
     ROOT.get_or_init(|| {
-        // SAFETY: getuid/geteuid cannot fail.
-        let trusted = unsafe { libc::getuid() == libc::geteuid() };
-        match std::env::var_os("SYSFS_PATH").filter(|_| trusted) {
-            Some(v) => {
-                let mut b = v.into_vec();
-                while b.last() == Some(&b'/') {
-                    b.pop();
-                }
-                PathBuf::from(OsString::from_vec(b))
+        // SAFETY: getuid/geteuid cannot fail; getenv returns NULL or a C
+        // string that stays valid while nobody changes the environment
+        // (read at once, as libibverbs does).
+        unsafe {
+            let trusted = libc::getuid() == libc::geteuid();
+            let v = libc::getenv(cstr!("SYSFS_PATH").as_ptr());
+            if !trusted || v.is_null() {
+                return SPath::new(b"/sys");
             }
-            None => PathBuf::from("/sys"),
+            let mut b = CStr::from_ptr(v).to_bytes();
+            while let [rest @ .., b'/'] = b {
+                b = rest;
+            }
+            SPath::new(b)
         }
     })
+    .as_ref()
 }
 
 /// Read a small sysfs attribute, without its trailing newline.
-pub fn read_attr(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).ok()?;
+pub fn read_attr(path: &SPath) -> Option<Attr> {
     let mut buf = [0u8; 256];
-    let n = f.read(&mut buf).ok()?;
-    let s = std::str::from_utf8(&buf[..n]).ok()?;
-    Some(s.trim_end_matches('\n').to_string())
+    // SAFETY: a C string path; the descriptor is ours and closed below; buf
+    // has room for what read is asked for.
+    let n = unsafe {
+        let fd = libc::open(path.as_cstr().as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return None;
+        }
+        let n = libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len());
+        libc::close(fd);
+        n
+    };
+    let mut v = buf.get(..usize::try_from(n).ok()?)?;
+    while let [rest @ .., b'\n'] = v {
+        v = rest;
+    }
+    Attr::new(v)
+}
+
+/// An open directory (`opendir`), closed on drop.
+pub struct Dir(std::ptr::NonNull<libc::DIR>);
+
+impl Dir {
+    /// Ok(None) when the directory cannot be opened for another reason than
+    /// an exhausted heap (ENOMEM).
+    pub fn open(path: &SPath) -> Result<Option<Dir>> {
+        // SAFETY: a C string path.
+        let d = unsafe { libc::opendir(path.as_cstr().as_ptr()) };
+        match std::ptr::NonNull::new(d) {
+            Some(d) => Ok(Some(Dir(d))),
+            None if crate::error::errno() == libc::ENOMEM => Err(Error::NOMEM),
+            None => Ok(None),
+        }
+    }
+
+    /// The next entry's name (never `.` or `..`), None at the end.
+    pub fn next_name(&mut self) -> Option<&CStr> {
+        loop {
+            // SAFETY: our open DIR; the entry stays valid until the next
+            // readdir on it, which the borrow of self prevents.
+            unsafe {
+                let e = libc::readdir(self.0.as_ptr());
+                if e.is_null() {
+                    return None;
+                }
+                let name = CStr::from_ptr((*e).d_name.as_ptr());
+                if name.to_bytes() != b"." && name.to_bytes() != b".." {
+                    return Some(name);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        // SAFETY: our open DIR, closed once.
+        unsafe { libc::closedir(self.0.as_ptr()) };
+    }
+}
+
+/// Where to look, as [`SPath`]s: the sysfs root and the device directory.
+fn roots() -> Option<(&'static SPath, SPath)> {
+    Some((root()?, SPath::new(CDEV_DIR.to_bytes())?))
 }
 
 /// The ucma ABI version as sysfs states it, if it does (upstream then
 /// assumes the newest ABI it knows, and fails later if that is wrong).
 pub fn ucma_abi_version() -> Option<i64> {
-    let r = root();
-    ["class/misc/rdma_cm/abi_version", "class/infiniband_ucma/abi_version"]
+    let r = root()?;
+    [&b"class/misc/rdma_cm/abi_version"[..], b"class/infiniband_ucma/abi_version"]
         .iter()
-        .find_map(|rel| read_attr(&r.join(rel)))
-        .map(|v| parse_long_prefix(&v))
+        .find_map(|rel| read_attr(&r.join(rel)?))
+        .map(|v| parse_long_prefix(v.as_str()))
 }
 
 /// `strtol(s, NULL, 10)`: optional blanks and sign, then digits; 0 if none.
@@ -68,80 +246,114 @@ pub fn parse_long_prefix(s: &str) -> i64 {
 }
 
 /// A verbs device as sysfs describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SysfsDevice {
     /// `uverbsN`
-    pub uverbs: String,
+    pub uverbs: Name,
     /// e.g. `rxe0`
-    pub ibdev: String,
+    pub ibdev: Name,
 }
 
 /// The uverbs devices libibverbs would consider: a `class/infiniband_verbs`
 /// entry with an `ibdev` attribute naming an existing `class/infiniband`
 /// device, a `dev` attribute of the form MAJ:MIN, and an existing
-/// `/dev/infiniband/uverbsN` node.
-pub fn verbs_devices() -> Vec<SysfsDevice> {
-    verbs_devices_at(root(), Path::new(CDEV_DIR))
+/// `/dev/infiniband/uverbsN` node. ENOMEM only when the heap is exhausted.
+pub fn verbs_devices() -> Result<Vec<SysfsDevice>> {
+    match roots() {
+        Some((r, cdev)) => verbs_devices_at(r, &cdev),
+        None => Ok(Vec::new()),
+    }
 }
 
-pub fn verbs_devices_at(root: &Path, cdev_dir: &Path) -> Vec<SysfsDevice> {
-    let class = root.join("class/infiniband_verbs");
-    let Ok(dir) = std::fs::read_dir(&class) else { return Vec::new() };
+pub fn verbs_devices_at(root: &SPath, cdev_dir: &SPath) -> Result<Vec<SysfsDevice>> {
     let mut out = Vec::new();
-    for ent in dir.flatten() {
-        let name = ent.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
+    let Some(class) = root.join(b"class/infiniband_verbs") else { return Ok(out) };
+    let Some(ibclass) = root.join(b"class/infiniband") else { return Ok(out) };
+    let Some(mut dir) = Dir::open(&class)? else { return Ok(out) };
+    while let Some(n) = dir.next_name() {
+        let n = n.to_bytes();
+        let Some(name) = Name::new(n).filter(|_| !n.starts_with(b".")) else { continue };
+        let Some(d) = class.join(n) else { continue };
+        let Some(ibdev) = d.join(b"ibdev").and_then(|p| read_attr(&p)).filter(|s| !s.is_empty()) else {
+            continue;
+        };
+        let Some(ibdev) = Name::new(ibdev.as_bytes()) else { continue };
+        if !ibclass.join(ibdev.as_bytes()).is_some_and(|p| p.exists()) {
             continue;
         }
-        let d = class.join(&name);
-        let Some(ibdev) = read_attr(&d.join("ibdev")).filter(|s| !s.is_empty()) else { continue };
-        if !root.join("class/infiniband").join(&ibdev).exists() {
-            continue;
-        }
-        let Some(dev) = read_attr(&d.join("dev")) else { continue };
-        let mut it = dev.splitn(2, ':');
+        let Some(dev) = d.join(b"dev").and_then(|p| read_attr(&p)) else { continue };
+        let mut it = dev.as_str().splitn(2, ':');
         let ok = matches!((it.next(), it.next()), (Some(a), Some(b))
             if !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit())
             && b.bytes().take_while(u8::is_ascii_digit).count() > 0);
-        if !ok || std::fs::metadata(cdev_dir.join(&name)).is_err() {
+        if !ok || !cdev_dir.join(n).is_some_and(|p| p.exists()) {
             continue;
         }
+        out.try_reserve(1).map_err(|_| Error::NOMEM)?;
         out.push(SysfsDevice { uverbs: name, ibdev });
     }
-    out.sort_by(|a, b| a.uverbs.cmp(&b.uverbs));
-    out
+    // (sort_unstable: the stable sort allocates a buffer)
+    out.sort_unstable_by(|a, b| a.uverbs.as_bytes().cmp(b.uverbs.as_bytes()));
+    Ok(out)
 }
 
 /// One port of an RDMA device (`class/infiniband/DEV/ports/N`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PortInfo {
-    pub ibdev: String,
+    pub ibdev: Name,
     pub port: u32,
     /// `InfiniBand`, `Ethernet`, ...
-    pub link_layer: String,
+    pub link_layer: Name,
     /// The numeric part of `state` (4 = ACTIVE).
     pub state: i64,
 }
 
 /// All ports of all devices that [`verbs_devices`] finds.
-pub fn ports() -> Vec<PortInfo> {
+pub fn ports() -> Result<Vec<PortInfo>> {
     let mut out = Vec::new();
-    for d in verbs_devices() {
-        let pdir = root().join("class/infiniband").join(&d.ibdev).join("ports");
-        let Ok(rd) = std::fs::read_dir(&pdir) else { continue };
-        let mut nums: Vec<u32> = rd.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
+    let Some(r) = root() else { return Ok(out) };
+    for d in verbs_devices()? {
+        let Some(pdir) = r.join(b"class/infiniband").and_then(|p| p.join(d.ibdev.as_bytes())?.join(b"ports")) else {
+            continue;
+        };
+        let Some(mut rd) = Dir::open(&pdir)? else { continue };
+        let mut nums: Vec<u32> = Vec::new();
+        while let Some(n) = rd.next_name() {
+            if let Some(v) = n.to_str().ok().and_then(|s| s.parse().ok()) {
+                nums.try_reserve(1).map_err(|_| Error::NOMEM)?;
+                nums.push(v);
+            }
+        }
         nums.sort_unstable();
         for n in nums {
-            let p = pdir.join(n.to_string());
+            let mut digits = [0u8; 10];
+            let Some(p) = pdir.join(fmt_u32(n, &mut digits)) else { continue };
+            let attr = |a: &[u8]| p.join(a).and_then(|f| read_attr(&f));
+            out.try_reserve(1).map_err(|_| Error::NOMEM)?;
             out.push(PortInfo {
-                ibdev: d.ibdev.clone(),
+                ibdev: d.ibdev,
                 port: n,
-                link_layer: read_attr(&p.join("link_layer")).unwrap_or_default(),
-                state: read_attr(&p.join("state")).map_or(0, |s| parse_long_prefix(&s)),
+                link_layer: attr(b"link_layer")
+                    .and_then(|v| Name::new(v.as_bytes()))
+                    .unwrap_or(Name::new(b"").unwrap()),
+                state: attr(b"state").map_or(0, |s| parse_long_prefix(s.as_str())),
             });
         }
     }
-    out
+    Ok(out)
+}
+
+/// `n` in decimal, in `buf`.
+pub fn fmt_u32(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
 }
 
 /// The libibverbs provider (the NAME of `libNAME-rdmavN.so`) an RDMA
@@ -150,17 +362,22 @@ pub fn ports() -> Vec<PortInfo> {
 /// (1: CA for rxe, 4: RNIC for siw); a hardware device is known by the
 /// kernel driver bound to its parent device. None when unsure. Only a hint:
 /// see `device::preload_providers`.
-pub fn provider_hint_at(root: &Path, ibdev: &str) -> Option<&'static str> {
-    let d = root.join("class/infiniband").join(ibdev);
-    if d.join("parent").exists() {
-        return match read_attr(&d.join("node_type")).map(|t| parse_long_prefix(&t)) {
+pub fn provider_hint_at(root: &SPath, ibdev: &str) -> Option<&'static str> {
+    let d = root.join(b"class/infiniband")?.join(ibdev.as_bytes())?;
+    if d.join(b"parent")?.exists() {
+        return match read_attr(&d.join(b"node_type")?).map(|t| parse_long_prefix(t.as_str())) {
             Some(1) => Some("rxe"),
             Some(4) => Some("siw"),
             _ => None,
         };
     }
-    let drv = std::fs::read_link(d.join("device/driver")).ok()?;
-    let drv = drv.file_name()?.to_str()?;
+    let link = d.join(b"device/driver")?;
+    let mut buf = [0u8; PATH_CAP];
+    // SAFETY: a C string path; buf has room for what readlink is asked for.
+    let n = unsafe { libc::readlink(link.as_cstr().as_ptr(), buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
+    let target = buf.get(..usize::try_from(n).ok()?)?;
+    let drv = target.rsplit(|&c| c == b'/').next()?;
+    let drv = std::str::from_utf8(drv).ok()?;
     // "mlx5_ib.rdma" (an auxiliary driver), "ib_qib", "iw_cxgb4", "qede"...
     let m = drv.split('.').next()?;
     let m = m.strip_prefix("ib_").or_else(|| m.strip_prefix("iw_")).unwrap_or(m);
@@ -198,6 +415,21 @@ mod tests {
     }
 
     #[test]
+    fn paths_and_texts() {
+        let p = SPath::new(b"/sys").unwrap().join(b"class").unwrap();
+        assert_eq!(p.as_cstr(), cstr!("/sys/class"));
+        assert!(SPath::new(&[b'a'; PATH_CAP]).is_none());
+        assert!(SPath::new(b"a\0b").is_none());
+        assert!(p.join(&[b'x'; PATH_CAP - 11]).is_none());
+        assert!(p.join(&[b'x'; PATH_CAP - 12]).is_some());
+        assert_eq!(Name::new(b"rxe0").unwrap(), "rxe0");
+        assert!(Name::new(&[b'x'; 65]).is_none());
+        let mut b = [0; 10];
+        assert_eq!(fmt_u32(0, &mut b), b"0");
+        assert_eq!(fmt_u32(4294967295, &mut b), b"4294967295");
+    }
+
+    #[test]
     fn device_scan_applies_libibverbs_rules() {
         let t = std::env::temp_dir().join(format!("rdmacm-sysfs-{}", std::process::id()));
         let _ = fs::remove_dir_all(&t);
@@ -216,9 +448,11 @@ mod tests {
         mk("uverbs0", "rxe0", "231:192", true);
         mk("uverbs1", "rxe1", "231:193", false); // no /dev node
         mk("uverbs2", "rxe2", "bogus", true); // bad dev attribute
-        let found = verbs_devices_at(&t, &cdev);
-        assert_eq!(found, vec![SysfsDevice { uverbs: "uverbs0".into(), ibdev: "rxe0".into() }]);
-        assert!(verbs_devices_at(&t.join("nothing"), &cdev).is_empty());
+        let sp = |p: &std::path::Path| SPath::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        let found = verbs_devices_at(&sp(&t), &sp(&cdev)).unwrap();
+        let n = |s: &str| Name::new(s.as_bytes()).unwrap();
+        assert_eq!(found, vec![SysfsDevice { uverbs: n("uverbs0"), ibdev: n("rxe0") }]);
+        assert!(verbs_devices_at(&sp(&t.join("nothing")), &sp(&cdev)).unwrap().is_empty());
         fs::remove_dir_all(&t).unwrap();
     }
 
@@ -247,7 +481,8 @@ mod tests {
         hw("cxgb4_0", "iw_cxgb4");
         hw("nic0", "e1000e");
         fs::create_dir_all(ib.join("bare0")).unwrap();
-        let h = |n: &str| provider_hint_at(&t, n);
+        let root = SPath::new(t.as_os_str().as_encoded_bytes()).unwrap();
+        let h = |n: &str| provider_hint_at(&root, n);
         assert_eq!(h("rxe0"), Some("rxe"));
         assert_eq!(h("siw0"), Some("siw"));
         assert_eq!(h("odd0"), None);

@@ -7,7 +7,10 @@
 
 use super::model::{set_sid, AddrInfo, Hints};
 use crate::abi::*;
+use crate::cmem;
+use crate::error::Result;
 use crate::sockaddr::RawAddr;
+use crate::sysfs::{read_attr, SPath};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::os::unix::net::UnixStream;
@@ -36,6 +39,20 @@ pub(crate) const FLAGS_NODELAY: u32 = 1 << 30;
 trait Stream: Read + Write {}
 impl<T: Read + Write> Stream for T {}
 
+/// One ibacm message (a request or a reply): at most [`MSG_LEN`] bytes, in
+/// a fixed buffer.
+pub struct Msg {
+    buf: [u8; MSG_LEN],
+    len: usize,
+}
+
+impl std::ops::Deref for Msg {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// A connected ibacm socket.
 pub enum Conn {
     Tcp(TcpStream),
@@ -43,30 +60,31 @@ pub enum Conn {
 }
 
 impl Conn {
-    fn exchange(&mut self, req: &[u8]) -> Option<Vec<u8>> {
+    fn exchange(&mut self, req: &[u8]) -> Option<Msg> {
         let s: &mut dyn Stream = match self {
             Conn::Tcp(s) => s,
             Conn::Unix(s) => s,
         };
         s.write_all(req).ok()?;
         // Read the header, then exactly the length it announces (bounded).
-        let mut buf = vec![0u8; MSG_LEN];
-        s.read_exact(&mut buf[..HDR_LEN]).ok()?;
-        let len = u16::from_ne_bytes([buf[6], buf[7]]) as usize;
+        let mut m = Msg { buf: [0u8; MSG_LEN], len: 0 };
+        s.read_exact(&mut m.buf[..HDR_LEN]).ok()?;
+        let len = u16::from_ne_bytes([m.buf[6], m.buf[7]]) as usize;
         if !(HDR_LEN..=MSG_LEN).contains(&len) {
             return None;
         }
-        s.read_exact(&mut buf[HDR_LEN..len]).ok()?;
-        buf.truncate(len);
-        Some(buf)
+        s.read_exact(&mut m.buf[HDR_LEN..len]).ok()?;
+        m.len = len;
+        Some(m)
     }
 }
 
 /// Connect to ibacm as upstream finds it, with timeouts.
 pub fn connect(port_file: &Path, sock_path: &Path) -> Option<Conn> {
-    let port = std::fs::read_to_string(port_file).ok().and_then(|s| {
-        let t = s.trim_start();
-        let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
+    // (read into a fixed buffer: std's read_to_string allocates)
+    let port = SPath::new(port_file.as_os_str().as_encoded_bytes()).and_then(|p| read_attr(&p)).and_then(|s| {
+        let t = s.as_str().trim_start();
+        let digits = &t[..t.bytes().take_while(u8::is_ascii_digit).count()];
         digits.parse::<u16>().ok()
     });
     match port {
@@ -122,8 +140,8 @@ fn path_bytes(p: &ibv_path_record) -> [u8; 64] {
 }
 
 /// Build the resolve request for a result and its hints.
-pub fn build_request(ai: &AddrInfo, h: &Hints) -> Vec<u8> {
-    let mut msg = vec![0u8; MSG_LEN];
+pub fn build_request(ai: &AddrInfo, h: &Hints) -> Msg {
+    let mut msg = [0u8; MSG_LEN];
     let mut n = 0;
     {
         let mut ep = |f: &mut dyn FnMut(&mut [u8])| {
@@ -160,19 +178,20 @@ pub fn build_request(ai: &AddrInfo, h: &Hints) -> Vec<u8> {
     msg[0] = ACM_VERSION;
     msg[1] = ACM_OP_RESOLVE;
     msg[6..8].copy_from_slice(&(len as u16).to_ne_bytes());
-    msg.truncate(len);
-    msg
+    Msg { buf: msg, len }
 }
 
 /// Apply a reply to the result: the route (every PATH record, as
 /// `ibv_path_data` with its type word cleared) and, if the result has no
-/// source yet, the first SOURCE address. `None` if the reply is unusable.
-pub fn apply_reply(ai: &mut AddrInfo, reply: &[u8]) -> Option<()> {
+/// source yet, the first SOURCE address. `Ok(false)` if the reply is
+/// unusable (then `ai` may hold part of it), ENOMEM if the route cannot
+/// grow.
+pub fn apply_reply(ai: &mut AddrInfo, reply: &[u8]) -> Result<bool> {
     if reply.len() < HDR_LEN || u16::from_ne_bytes([reply[6], reply[7]]) as usize != reply.len() || reply[2] != 0 {
-        return None;
+        return Ok(false);
     }
     for ep in reply[HDR_LEN..].chunks_exact(EP_LEN) {
-        let flags = u32::from_ne_bytes(ep[0..4].try_into().ok()?);
+        let flags = u32::from_ne_bytes([ep[0], ep[1], ep[2], ep[3]]);
         let ty = u16::from_ne_bytes([ep[4], ep[5]]);
         match ty {
             EP_INFO_PATH => {
@@ -184,14 +203,13 @@ pub fn apply_reply(ai: &mut AddrInfo, reply: &[u8]) -> Option<()> {
                     // SAFETY: 64 bytes into a 64-byte plain struct.
                     path: unsafe { std::ptr::read_unaligned(ep[8..72].as_ptr() as *const ibv_path_record) },
                 };
-                ai.route.try_reserve(1).ok()?;
-                ai.route.push(d);
+                cmem::push(&mut ai.route, d)?;
             }
             EP_INFO_ADDRESS_IP if flags & EP_FLAG_SOURCE != 0 && ai.src.is_none() => {
                 // SAFETY: zeroed sockaddr_in is valid.
                 let mut s: libc::sockaddr_in = unsafe { std::mem::zeroed() };
                 s.sin_family = libc::AF_INET as u16;
-                s.sin_addr.s_addr = u32::from_ne_bytes(ep[8..12].try_into().ok()?);
+                s.sin_addr.s_addr = u32::from_ne_bytes([ep[8], ep[9], ep[10], ep[11]]);
                 ai.src = Some(RawAddr::from_in(&s));
             }
             EP_INFO_ADDRESS_IP6 if flags & EP_FLAG_SOURCE != 0 && ai.src.is_none() => {
@@ -204,12 +222,13 @@ pub fn apply_reply(ai: &mut AddrInfo, reply: &[u8]) -> Option<()> {
             _ => {}
         }
     }
-    Some(())
+    Ok(true)
 }
 
-/// The AF_IB entry upstream prepends when ibacm returned a route.
-pub fn af_ib_entry(ai: &AddrInfo) -> Option<AddrInfo> {
-    let path = ai.route.first()?.path;
+/// The AF_IB entry upstream prepends when ibacm returned a route (None
+/// without a route).
+pub fn af_ib_entry(ai: &AddrInfo) -> Result<Option<AddrInfo>> {
+    let Some(path) = ai.route.first().map(|d| d.path) else { return Ok(None) };
     let flow = (u32::from_be(path.flowlabel_hoplimit) >> 8).to_be();
     let mk = |gid: [u8; 16], orig: &Option<RawAddr>| {
         let mut s = sockaddr_ib {
@@ -240,18 +259,14 @@ pub fn af_ib_entry(ai: &AddrInfo) -> Option<AddrInfo> {
         hdr.dst_addr = word(&ai.dst);
         hdr
     });
-    Some(AddrInfo {
-        flags: ai.flags,
+    let copy = ai.try_clone()?;
+    Ok(Some(AddrInfo {
         family: AF_IB,
-        qp_type: ai.qp_type,
-        port_space: ai.port_space,
         src: Some(mk(path.sgid, &ai.src)),
         dst: Some(mk(path.dgid, &ai.dst)),
-        src_canonname: ai.src_canonname.clone(),
-        dst_canonname: ai.dst_canonname.clone(),
-        route: ai.route.clone(),
         connect,
-    })
+        ..copy
+    }))
 }
 
 /// Resolve through a given connection; returns the final list.
@@ -260,29 +275,31 @@ pub fn resolve_with(
     mut ai: AddrInfo,
     h: &Hints,
     af_ib: impl FnOnce() -> bool,
-) -> Vec<AddrInfo> {
-    let Some(conn) = conn else { return vec![ai] };
+) -> Result<Vec<AddrInfo>> {
+    let Some(conn) = conn else { return cmem::vec1(ai) };
     let req = build_request(&ai, h);
     let reply = {
         let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
         c.exchange(&req)
     };
-    let Some(reply) = reply else { return vec![ai] };
-    let mut updated = ai.clone();
-    if apply_reply(&mut updated, &reply).is_none() {
-        return vec![ai];
+    let Some(reply) = reply else { return cmem::vec1(ai) };
+    let mut updated = ai.try_clone()?;
+    if !apply_reply(&mut updated, &reply)? {
+        return cmem::vec1(ai);
     }
     ai = updated;
     if !ai.route.is_empty() && h.flags() & RAI_ROUTEONLY == 0 && af_ib() {
-        if let Some(ib) = af_ib_entry(&ai) {
-            return vec![ib, ai];
+        if let Some(ib) = af_ib_entry(&ai)? {
+            let mut v = cmem::vec1(ib)?;
+            cmem::push(&mut v, ai)?;
+            return Ok(v);
         }
     }
-    vec![ai]
+    cmem::vec1(ai)
 }
 
 /// The ibacm step of `rdma_getaddrinfo` for an active result.
-pub fn resolve(ai: AddrInfo, h: &Hints) -> Vec<AddrInfo> {
+pub fn resolve(ai: AddrInfo, h: &Hints) -> Result<Vec<AddrInfo>> {
     resolve_with(global(), ai, h, crate::ucma::af_ib_support)
 }
 
@@ -322,7 +339,7 @@ mod tests {
     fn no_ibacm_is_a_no_op() {
         let d = std::env::temp_dir().join(format!("acm-none-{}", std::process::id()));
         assert!(connect(&d.join("port"), &d.join("sock")).is_none());
-        let out = resolve_with(None, dst4(), &Hints::plain(0, 0, 0, 0), || true);
+        let out = resolve_with(None, dst4(), &Hints::plain(0, 0, 0, 0), || true).unwrap();
         assert_eq!(out, vec![dst4()]);
     }
 
@@ -353,7 +370,7 @@ mod tests {
             s.write_all(&resp).unwrap();
         });
         let conn = Mutex::new(connect(&d.join("no-port-file"), &sock).expect("connects"));
-        let out = resolve_with(Some(&conn), dst4(), &Hints::plain(0, 0, 0, 0), || true);
+        let out = resolve_with(Some(&conn), dst4(), &Hints::plain(0, 0, 0, 0), || true).unwrap();
         server.join().unwrap();
         assert_eq!(out.len(), 2, "AF_IB entry prepended");
         let (ib, ip) = (&out[0], &out[1]);

@@ -8,11 +8,11 @@ use super::model::{gai_request, in6_to_ib, AddrInfo, Hints, EAI_ADDRFAMILY};
 use super::numeric;
 use super::{acm, sa};
 use crate::abi::*;
-use crate::cmem;
+use crate::cmem::{self, MStr};
 use crate::error::{Error, Result};
 use crate::sockaddr::RawAddr;
 use libc::{c_int, c_void, IPPROTO_TCP, IPPROTO_UDP, SOCK_DGRAM, SOCK_STREAM};
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 
 /// The first result glibc gave (or the fast path computed).
 struct FirstResult {
@@ -20,7 +20,7 @@ struct FirstResult {
     socktype: c_int,
     protocol: c_int,
     addr: RawAddr,
-    canonname: Option<CString>,
+    canonname: Option<MStr>,
 }
 
 /// Ask glibc for `node`/`service` and keep its first answer.
@@ -57,12 +57,17 @@ fn glibc_lookup(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Resul
             return Err(Error::Eai(rc));
         }
         let first = &*out;
-        let r = RawAddr::from_ptr(first.ai_addr, first.ai_addrlen).map(|addr| FirstResult {
-            passive: first.ai_flags & libc::AI_PASSIVE != 0,
-            socktype: first.ai_socktype,
-            protocol: first.ai_protocol,
-            addr,
-            canonname: (!first.ai_canonname.is_null()).then(|| CStr::from_ptr(first.ai_canonname).to_owned()),
+        let r = RawAddr::from_ptr(first.ai_addr, first.ai_addrlen).and_then(|addr| {
+            Ok(FirstResult {
+                passive: first.ai_flags & libc::AI_PASSIVE != 0,
+                socktype: first.ai_socktype,
+                protocol: first.ai_protocol,
+                addr,
+                canonname: match first.ai_canonname.is_null() {
+                    true => None,
+                    false => Some(MStr::new(CStr::from_ptr(first.ai_canonname))?),
+                },
+            })
         });
         libc::freeaddrinfo(out);
         r
@@ -170,9 +175,9 @@ fn resolve(
         ai.src = h.src()?;
     }
     if ai.flags & RAI_PASSIVE == 0 {
-        return Ok(acm::resolve(ai, h));
+        return acm::resolve(ai, h);
     }
-    Ok(vec![ai])
+    cmem::vec1(ai)
 }
 
 /// `rdma_getaddrinfo`, producing the C list (hints not given: all zero).
@@ -254,10 +259,10 @@ fn fill(n: &mut rdma_addrinfo, ai: &AddrInfo) -> Result<()> {
         n.ai_dst_len = a.len() as u32;
     }
     if let Some(s) = &ai.src_canonname {
-        n.ai_src_canonname = cmem::strdup(s)?.as_ptr();
+        n.ai_src_canonname = cmem::strdup(s.as_cstr())?.as_ptr();
     }
     if let Some(s) = &ai.dst_canonname {
-        n.ai_dst_canonname = cmem::strdup(s)?.as_ptr();
+        n.ai_dst_canonname = cmem::strdup(s.as_cstr())?.as_ptr();
     }
     if !ai.route.is_empty() {
         n.ai_route = cmem::copy_out(&ai.route)?.as_ptr() as *mut c_void;
@@ -380,12 +385,12 @@ mod tests {
             family: 2,
             src: Some(a),
             dst: Some(a),
-            src_canonname: Some(CString::new("x").unwrap()),
+            src_canonname: Some(MStr::new(cstr!("x")).unwrap()),
             route: vec![ibv_path_data::default(); 2],
             connect: Some(ib_connect_hdr::default()),
             ..Default::default()
         };
-        let list = to_c_list(&[ai.clone(), AddrInfo::default()]).unwrap();
+        let list = to_c_list(&[ai.try_clone().unwrap(), AddrInfo::default()]).unwrap();
         let p = list.into_raw();
         // SAFETY: a two-node list just built.
         unsafe {

@@ -4,13 +4,13 @@
 
 use super::numeric::GaiRequest;
 use crate::abi::*;
+use crate::cmem::{self, MStr};
 use crate::error::Result;
 use crate::sockaddr::RawAddr;
 use libc::{c_int, IPPROTO_TCP, IPPROTO_UDP, SOCK_DGRAM, SOCK_STREAM};
-use std::ffi::CString;
 
 /// One result, before it becomes a C `struct rdma_addrinfo`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct AddrInfo {
     pub flags: c_int,
     pub family: c_int,
@@ -18,12 +18,31 @@ pub struct AddrInfo {
     pub port_space: c_int,
     pub src: Option<RawAddr>,
     pub dst: Option<RawAddr>,
-    pub src_canonname: Option<CString>,
-    pub dst_canonname: Option<CString>,
+    pub src_canonname: Option<MStr>,
+    pub dst_canonname: Option<MStr>,
     /// `struct ibv_path_data` entries from ibacm.
     pub route: Vec<ibv_path_data>,
     /// The 36-byte IB connect header of an ibacm AF_IB entry.
     pub connect: Option<ib_connect_hdr>,
+}
+
+impl AddrInfo {
+    /// A copy, or ENOMEM.
+    pub fn try_clone(&self) -> Result<AddrInfo> {
+        let name = |n: &Option<MStr>| n.as_ref().map(MStr::try_clone).transpose();
+        Ok(AddrInfo {
+            src_canonname: name(&self.src_canonname)?,
+            dst_canonname: name(&self.dst_canonname)?,
+            route: cmem::to_vec(&self.route)?,
+            flags: self.flags,
+            family: self.family,
+            qp_type: self.qp_type,
+            port_space: self.port_space,
+            src: self.src,
+            dst: self.dst,
+            connect: self.connect,
+        })
+    }
 }
 
 /// The parts of a caller's hints that live in the caller's memory: read

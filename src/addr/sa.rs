@@ -17,7 +17,7 @@ pub fn getaddrinfo_sa(service: Option<&CStr>) -> Result<Vec<AddrInfo>> {
     // the call fails with that open's errno.
     drop(crate::ucma::open()?);
     let ib_ports =
-        crate::sysfs::ports().into_iter().filter(|p| p.link_layer == "InfiniBand" && p.state >= PORT_ACTIVE).count();
+        crate::sysfs::ports()?.iter().filter(|p| p.link_layer == "InfiniBand" && p.state >= PORT_ACTIVE).count();
     if ib_ports == 0 {
         // No active InfiniBand port: no subnet administrator to ask.
         return Err(Error::Errno(libc::ENOENT));

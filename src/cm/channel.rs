@@ -39,9 +39,9 @@ impl Channel {
 }
 
 impl Channel {
-    /// A channel value with no descriptor, for unit tests of objects that
-    /// need one.
-    #[cfg(test)]
+    /// A channel value with no descriptor, for unit tests (and fuzz
+    /// targets) of objects that need one.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn for_tests() -> Channel {
         Channel { public: rdma_event_channel { fd: -1 }, ids: AtomicUsize::new(0) }
     }

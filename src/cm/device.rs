@@ -13,7 +13,7 @@ use crate::cmem::Shared;
 use crate::error::{errno, Error, Result};
 use crate::sysfs;
 use crate::verbs;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
 
@@ -287,7 +287,8 @@ impl List {
                 }
             }
         }
-        devs.sort_by_key(|d| (d.index, u64::from_be(d.guid)));
+        // (sort_unstable: the stable sort may allocate a buffer)
+        devs.sort_unstable_by_key(|d| (d.index, u64::from_be(d.guid)));
         self.devs = devs;
         if !self.raw.is_null() {
             // SAFETY: the previous list; its devices stay referenced by
@@ -359,26 +360,39 @@ fn preload_providers() {
     if DONE.swap(true, Ordering::AcqRel) {
         return;
     }
-    let mut names: Vec<&str> = Vec::new();
-    for d in sysfs::verbs_devices() {
-        match sysfs::provider_hint_at(sysfs::root(), &d.ibdev) {
-            Some(n) if !names.contains(&n) => names.push(n),
-            Some(_) => {}
-            None => return, // libibverbs will load every provider anyway
+    // Only a hint: anything unexpected (an exhausted heap included) just
+    // leaves libibverbs to load every provider. Nothing here allocates
+    // but opendir (which reports ENOMEM).
+    let Some(root) = sysfs::root() else { return };
+    let Ok(devs) = sysfs::verbs_devices() else { return };
+    let mut names: [&str; 8] = [""; 8];
+    let mut n = 0;
+    for d in &devs {
+        match sysfs::provider_hint_at(root, d.ibdev.as_str()) {
+            Some(h) if names[..n].contains(&h) => {}
+            Some(h) if n < names.len() => {
+                names[n] = h;
+                n += 1;
+            }
+            _ => return, // libibverbs will load every provider anyway
         }
     }
     let Some(dir) = provider_dir() else { return };
-    let Ok(entries) = std::fs::read_dir(&dir) else { return };
-    let files: Vec<String> = entries.flatten().filter_map(|e| e.file_name().into_string().ok()).collect();
-    for n in names {
-        let prefix = format!("lib{n}-rdmav");
-        // The suffix is libibverbs' private ABI: a provider built for
-        // another one fails to load (unresolved symbol) and is skipped.
-        for f in files.iter().filter(|f| f.starts_with(&prefix) && f.ends_with(".so")) {
-            let Ok(path) = std::ffi::CString::new(dir.join(f).into_os_string().into_vec()) else { continue };
+    for name in &names[..n] {
+        // "lib{name}-rdmav*.so"; the suffix is libibverbs' private ABI: a
+        // provider built for another one fails to load (unresolved symbol)
+        // and is skipped.
+        let Ok(Some(mut entries)) = sysfs::Dir::open(&dir) else { return };
+        while let Some(f) = entries.next_name() {
+            let f = f.to_bytes();
+            let Some(rest) = f.strip_prefix(b"lib").and_then(|r| r.strip_prefix(name.as_bytes())) else { continue };
+            if !rest.starts_with(b"-rdmav") || !rest.ends_with(b".so") {
+                continue;
+            }
+            let Some(path) = dir.join(f) else { continue };
             // SAFETY: loading a provider runs its constructor, which only
             // registers the driver with libibverbs; the handle is kept.
-            if !unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW) }.is_null() {
+            if !unsafe { libc::dlopen(path.as_cstr().as_ptr(), libc::RTLD_NOW) }.is_null() {
                 break;
             }
             // SAFETY: clears the failure so the application's next
@@ -389,7 +403,7 @@ fn preload_providers() {
 }
 
 /// libibverbs' provider directory: `libibverbs/` beside libibverbs itself.
-fn provider_dir() -> Option<std::path::PathBuf> {
+fn provider_dir() -> Option<sysfs::SPath> {
     // SAFETY: all-zero Dl_info is valid; dladdr fills it for an address
     // inside a loaded object.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -399,10 +413,9 @@ fn provider_dir() -> Option<std::path::PathBuf> {
         return None;
     }
     // SAFETY: dladdr returned a NUL-terminated path owned by the loader.
-    let lib = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(
-        unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_bytes(),
-    ));
-    Some(lib.parent()?.join("libibverbs"))
+    let lib = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_bytes();
+    let slash = lib.iter().rposition(|&c| c == b'/')?;
+    sysfs::SPath::new(&lib[..slash])?.join(b"libibverbs")
 }
 
 /// Users held for the lists `rdma_get_devices` handed out.

@@ -53,30 +53,37 @@ pub fn get_event_owned(ch: &Channel) -> Result<Box<Event>> {
     let mut resp = cmd::EventResp::zeroed();
     loop {
         ucma::get_event(ch.fd(), &mut resp)?;
-        if dispatch(&mut ev, &resp) {
+        let r = dispatch(&mut ev, &resp);
+        if r == Ok(true) {
             return Ok(ev);
         }
         // Dropped: counted as done for its id where it had one.
         if let Some(owner) = ev.owner.take() {
             owner.complete_event();
         }
+        // A request dropped for want of memory is reported (the peer was
+        // rejected): upstream reads on, and a blocking call then waits for
+        // an event that may never come.
+        r?;
         ev.reset();
     }
 }
 
-/// Fill `ev` from the kernel's event; false when it is not delivered.
-fn dispatch(ev: &mut Event, resp: &cmd::EventResp) -> bool {
+/// Fill `ev` from the kernel's event: Ok(true) to deliver it, Ok(false)
+/// when it is not delivered, ENOMEM when a connection request had to be
+/// dropped for want of memory.
+pub(crate) fn dispatch(ev: &mut Event, resp: &cmd::EventResp) -> Result<bool> {
     let ty = E::try_from(resp.event);
     let (owner, mc) = match ty {
         Ok(E::RDMA_CM_EVENT_MULTICAST_JOIN | E::RDMA_CM_EVENT_MULTICAST_ERROR) => {
-            let Some(mc) = mcast::lookup(resp.uid) else { return false };
-            let Some(owner) = id::lookup_uid(mc.id_key as u64) else { return false };
+            let Some(mc) = mcast::lookup(resp.uid) else { return Ok(false) };
+            let Some(owner) = id::lookup_uid(mc.id_key as u64) else { return Ok(false) };
             (owner, Some(mc))
         }
         // Not an id of ours: nothing can ack it.
         _ if resp.uid != 0 => match id::lookup_uid(resp.uid) {
             Some(owner) => (owner, None),
-            None => return false,
+            None => return Ok(false),
         },
         // No uid: a child not accepted yet. Only ESTABLISHED is delivered,
         // the rest is counted as acked and dropped.
@@ -84,9 +91,9 @@ fn dispatch(ev: &mut Event, resp: &cmd::EventResp) -> bool {
             Some(q) if ty == Ok(E::RDMA_CM_EVENT_ESTABLISHED) => (q, None),
             Some(q) => {
                 q.complete_event();
-                return false;
+                return Ok(false);
             }
-            None => return false,
+            None => return Ok(false),
         },
     };
     ev.public.id = Id::c_ptr(&owner);
@@ -117,7 +124,14 @@ fn dispatch(ev: &mut Event, resp: &cmd::EventResp) -> bool {
         }
         Ok(E::RDMA_CM_EVENT_CONNECT_REQUEST) => {
             copy_params(ev, idp, resp);
-            conn_request(ev, &owner, resp).is_ok()
+            match conn_request(ev, &owner, resp) {
+                Ok(()) => true,
+                Err(e) if e == crate::error::Error::NOMEM => {
+                    ev.owner = Some(owner);
+                    return Err(e);
+                }
+                Err(_) => false,
+            }
         }
         Ok(E::RDMA_CM_EVENT_CONNECT_RESPONSE) => {
             conn_response(ev, idp, resp);
@@ -169,7 +183,7 @@ fn dispatch(ev: &mut Event, resp: &cmd::EventResp) -> bool {
         }
     };
     ev.owner = Some(owner);
-    deliver
+    Ok(deliver)
 }
 
 /// The 64-bit argument of USER and INTERNAL events.

@@ -304,7 +304,7 @@ impl Id {
     }
 
     /// The family of the source or destination address.
-    fn family(&self, src: bool) -> i32 {
+    pub(crate) fn family(&self, src: bool) -> i32 {
         let mut f = [0u8; 2];
         // SAFETY: the first two bytes of the storage member.
         unsafe { std::ptr::copy_nonoverlapping(self.addr_storage(src), f.as_mut_ptr(), 2) };
@@ -323,7 +323,7 @@ impl Id {
     /// The GID the kernel's `rdma_ip2gid` derives from an IP address: IPv4
     /// v4-mapped, IPv6 as is; an unset address (family 0) gives zeros.
     /// None for anything else (AF_IB carries its own GID: ask the kernel).
-    fn ip2gid(&self, src: bool) -> Option<[u8; 16]> {
+    pub(crate) fn ip2gid(&self, src: bool) -> Option<[u8; 16]> {
         let mut g = [0u8; 16];
         match self.family(src) {
             0 => {}
@@ -522,6 +522,11 @@ impl Id {
     pub fn query_addr(&self) -> Result<()> {
         let mut resp = cmd::QueryAddrResp::zeroed();
         ucma::query_addr(self.fd(), self.handle(), &mut resp)?;
+        self.take_query_addr(&resp)
+    }
+
+    /// What QUERY(ADDR) answered, taken into the id.
+    pub(crate) fn take_query_addr(&self, resp: &cmd::QueryAddrResp) -> Result<()> {
         self.set_addr(true, &resp.src_addr, resp.src_size);
         self.set_addr(false, &resp.dst_addr, resp.dst_size);
         if self.dev.get().is_none() && resp.node_guid != 0 {
@@ -539,10 +544,15 @@ impl Id {
     pub fn query_gid(&self) -> Result<()> {
         let mut resp = cmd::QueryAddrResp::zeroed();
         ucma::query_gid(self.fd(), self.handle(), &mut resp)?;
-        // Each address is a sockaddr_ib whose GID sits at offset 8.
-        let gid = |a: &[u8; 128]| -> [u8; 16] { a[8..24].try_into().expect("16 bytes") };
-        self.set_gids(gid(&resp.src_addr), gid(&resp.dst_addr));
+        self.take_query_gid(&resp);
         Ok(())
+    }
+
+    /// What QUERY(GID) answered, taken into the id.
+    pub(crate) fn take_query_gid(&self, resp: &cmd::QueryAddrResp) {
+        // Each address is a sockaddr_ib whose GID sits at offset 8.
+        let gid = |a: &[u8; 128]| -> [u8; 16] { std::array::from_fn(|i| a[8 + i]) };
+        self.set_gids(gid(&resp.src_addr), gid(&resp.dst_addr));
     }
 
     /// Source and destination GIDs after [`query_addr`](Self::query_addr).
@@ -572,6 +582,11 @@ impl Id {
     pub fn query_path(&self) -> Result<()> {
         let mut resp = cmd::QueryPathResp::zeroed();
         ucma::query_path(self.fd(), self.handle(), &mut resp)?;
+        self.take_query_path(&resp)
+    }
+
+    /// What QUERY(PATH) answered, taken into the id.
+    pub(crate) fn take_query_path(&self, resp: &cmd::QueryPathResp) -> Result<()> {
         let n = (resp.num_paths as usize).min(cmd::MAX_QUERY_PATHS);
         if n == 0 {
             return Ok(());
@@ -624,7 +639,7 @@ impl Id {
             dst: known(self.addr(false)),
             ..Default::default()
         };
-        let out = crate::addr::acm::resolve(ai, &h);
+        let out = crate::addr::acm::resolve(ai, &h)?;
         let route = &out.last().ok_or(Error::Errno(libc::ENOENT))?.route;
         if route.is_empty() {
             return Err(Error::Errno(libc::ENOENT));

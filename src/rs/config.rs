@@ -40,8 +40,10 @@ impl Default for Config {
 
 /// The first decimal integer in a file (leading blanks and sign allowed).
 fn read_int(name: &str) -> Option<i64> {
-    let s = std::fs::read_to_string(std::path::Path::new(CONF_DIR).join(name)).ok()?;
-    let t = s.trim_start();
+    // (std's read_to_string and Path::join allocate infallibly)
+    let path = crate::sysfs::SPath::new(CONF_DIR.as_bytes())?.join(name.as_bytes())?;
+    let s = crate::sysfs::read_attr(&path)?;
+    let t = s.as_str().trim_start();
     let (neg, d) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),

@@ -79,7 +79,7 @@ static ENGINE: AtomicPtr<Engine> = AtomicPtr::new(std::ptr::null_mut());
 /// An engine is being started (a flag, not a mutex: a child after fork()
 /// resets it whatever the parent's threads were doing).
 static STARTING: AtomicBool = AtomicBool::new(false);
-static AT_FORK: std::sync::Once = std::sync::Once::new();
+static AT_FORK: AtomicBool = AtomicBool::new(false);
 
 fn check(r: i32) -> Result<i32> {
     if r < 0 {
@@ -132,11 +132,15 @@ extern "C" fn after_fork_in_child() {
 }
 
 fn start() -> Result<&'static Engine> {
-    AT_FORK.call_once(|| {
+    // (start() runs alone: callers hold STARTING)
+    if !AT_FORK.load(Ordering::Acquire) {
         // SAFETY: registers a handler that only touches atomics and
-        // try-locks.
-        unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-    });
+        // try-locks. glibc allocates the registration: it can fail.
+        if unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) } != 0 {
+            return Err(Error::NOMEM);
+        }
+        AT_FORK.store(true, Ordering::Release);
+    }
     let ch = channel::create()?;
     // SAFETY: plain fcntl on the channel's fd: the engine reads it until
     // EAGAIN.
@@ -154,10 +158,25 @@ fn start() -> Result<&'static Engine> {
         check(unsafe { crate::sys::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
     }
     socket::set_engine_fds(ep.as_raw_fd(), wake.as_raw_fd());
-    let e: &'static Engine = Box::leak(crate::cmem::try_box(Engine { ch, ep, wake, start: Instant::now() })?);
-    std::thread::Builder::new().name("rsocket-engine".into()).spawn(move || run(e)).map_err(|_| Error::NOMEM)?;
-    ENGINE.store(e as *const Engine as *mut Engine, Ordering::Release);
-    Ok(e)
+    let e = match crate::cmem::try_box(Engine { ch, ep, wake, start: Instant::now() }) {
+        Ok(e) => Box::into_raw(e),
+        Err(err) => {
+            socket::set_engine_fds(-1, -1);
+            return Err(err);
+        }
+    };
+    // SAFETY: the engine is leaked from here on (never freed) once its
+    // thread started; the address is what crosses to the thread.
+    let eaddr = e as usize;
+    if let Err(err) = crate::cmem::spawn(cstr!("rsocket-engine"), move || run(unsafe { &*(eaddr as *const Engine) })) {
+        socket::set_engine_fds(-1, -1);
+        // SAFETY: no thread got the engine: ours to free again.
+        drop(unsafe { Box::from_raw(e) });
+        return Err(err);
+    }
+    ENGINE.store(e, Ordering::Release);
+    // SAFETY: leaked above.
+    Ok(unsafe { &*e })
 }
 
 impl Engine {
@@ -476,9 +495,9 @@ fn keepalive_period(g: &Inner) -> u64 {
     let secs = if g.opts.keepalive_time > 0 {
         g.opts.keepalive_time as u64
     } else {
-        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_keepalive_time")
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
+        crate::sysfs::SPath::new(b"/proc/sys/net/ipv4/tcp_keepalive_time")
+            .and_then(|p| crate::sysfs::read_attr(&p))
+            .and_then(|s| s.as_str().trim().parse::<u64>().ok())
             .unwrap_or(7200)
     };
     secs.max(1) * 1000
@@ -737,8 +756,18 @@ fn accept_request(e: &Engine, n: &Note) {
     };
     let Some(l) = socket::by_id(n.listen_id) else { return reject(&child_id) };
     let (domain, opts) = {
-        let g = l.lock();
+        let mut g = l.lock();
         if g.phase != Phase::Listening || g.closing {
+            drop(g);
+            return reject(&child_id);
+        }
+        // Room, before the request is accepted, in the listener's lists
+        // for this connection: pending now, accepted once established
+        // (`accepted` keeps room for every pending connection). Without
+        // it the request is rejected; a connection accepted and then
+        // dropped for want of memory left the peer's connect hanging.
+        let waiting = g.pending.len() + 1;
+        if g.pending.try_reserve(1).is_err() || g.accepted.try_reserve(waiting).is_err() {
             drop(g);
             return reject(&child_id);
         }
@@ -800,8 +829,9 @@ pub fn teardown(s: &Shared<RSocket>) {
         let mut g = s.lock();
         g.closing = true;
         s.close_descriptor(&mut g);
-        let mut children: Vec<Shared<RSocket>> = g.accepted.drain(..).collect();
-        children.append(&mut g.pending);
+        // (taken whole: collecting them into one list could not fail
+        // gracefully on a close path)
+        let children = (std::mem::take(&mut g.accepted), std::mem::take(&mut g.pending));
         g.listener = None;
         (g.conn.take(), g.id.clone(), children)
     };
@@ -816,7 +846,7 @@ pub fn teardown(s: &Shared<RSocket>) {
     }
     socket::forget_id(Id::key(&id));
     let _ = lifecycle::destroy_id(&id);
-    for c in children {
+    for c in children.0.into_iter().chain(children.1) {
         socket::forget_fd(c.fd());
         teardown(&c);
     }

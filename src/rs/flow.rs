@@ -201,6 +201,9 @@ impl Flow {
     /// The peer's target SGL table length (from its connection data).
     pub fn set_peer_sgl_count(&mut self, n: u32) {
         self.peer_sgl_count = n.max(1);
+        // The next entry we write must be inside the peer's table (a
+        // one-entry table wraps at once; found by fuzz/rs_flow).
+        self.remote_sge_index %= self.peer_sgl_count;
     }
 
     /// Room for a message that is not data into the peer's ring (an iomap
@@ -397,6 +400,14 @@ mod tests {
         a.set_first_sge(Sge { addr: 0x1000_0000, key: 7, length: RB / 2 });
         b.set_first_sge(Sge { addr: 0x2000_0000, key: 9, length: RB / 2 });
         (a, b)
+    }
+
+    #[test]
+    fn a_one_entry_peer_table_is_written_at_entry_zero() {
+        let (mut a, _) = pair();
+        a.set_peer_sgl_count(1);
+        let u = a.take_credit_update(0x1000_0000, 7);
+        assert_eq!(u.sge.map(|(_, i)| i), Some(0));
     }
 
     #[test]

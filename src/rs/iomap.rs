@@ -33,8 +33,8 @@ pub fn map(s: &Shared<RSocket>, buf: *mut u8, len: usize, prot: i32, offset: i64
     }
     let write = prot & libc::PROT_WRITE != 0;
     let slot = if write {
-        let used: Vec<u32> = c.maps.iter().filter_map(|m| m.slot).collect();
-        Some((0..c.peer_iomap_len()).find(|i| !used.contains(i)).ok_or(Error::NOMEM)?)
+        let used = |i: u32| c.maps.iter().any(|m| m.slot == Some(i));
+        Some((0..c.peer_iomap_len()).find(|&i| !used(i)).ok_or(Error::NOMEM)?)
     } else {
         None
     };

@@ -373,9 +373,9 @@ pub fn get(s: &Shared<RSocket>, level: i32, name: i32, out: &mut [u8]) -> Result
 
 /// The system's TCP keepalive time in seconds (7200 if unreadable).
 fn system_keepalive_time() -> u32 {
-    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_keepalive_time")
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok())
+    crate::sysfs::SPath::new(b"/proc/sys/net/ipv4/tcp_keepalive_time")
+        .and_then(|p| crate::sysfs::read_attr(&p))
+        .and_then(|s| s.as_str().trim().parse::<u32>().ok())
         .filter(|&v| v > 0)
         .unwrap_or(7200)
 }

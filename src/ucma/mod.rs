@@ -43,7 +43,7 @@ pub fn init() -> Result<()> {
     if !(MIN_ABI..=MAX_ABI).contains(&v) {
         return Err(Error::Errno(libc::EPERM));
     }
-    if sysfs::verbs_devices().is_empty() {
+    if sysfs::verbs_devices()?.is_empty() {
         return Err(Error::Errno(libc::ENODEV));
     }
     READY.store(true, Ordering::Release);

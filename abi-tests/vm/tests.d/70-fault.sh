@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# 70-fault.sh — (guest side) the allocation-failure walk on the real
+# kernel: every allocation point of each scenario of
+# abi-tests/fault/fault_walk.c made to fail in turn (failmalloc.so
+# preloaded; built on the host by abi-tests/fault/build.sh), with our
+# library and, beside it, Debian's v44 (the reference figure, not judged).
+# suite-timeout: 600
+#
+# Scenarios (over rxe0, 192.0.2.1 / fd00::1): ids (event channel, async
+# and sync ids, bind, resolve addr and route, device list), conn (listen,
+# connect with QPs and private data, accept, disconnect, reject), ep (sync
+# ids: rdma_create_ep, rdma_get_request, rdma_accept, rdma_connect in a
+# second thread), mcast (UD QP, join, leave), rstream (rsockets stream:
+# connect, accept, 64 KiB each way, close), rdgram (datagram rsockets: a
+# datagram each way), gai (rdma_getaddrinfo with a real device; the host
+# walks it too, abi-tests/fault/host.sh).
+#
+# Ours: every point (k = 1, 2, ... until a run ends before its k-th
+# allocation). Passes when the walk found points, no run aborted and none
+# hung, and the library stayed usable after every failure of its own
+# allocations (a run where another library's allocation failed and left
+# that library unusable is counted and shown, not judged: libibverbs never
+# retries a provider whose registration failed in its constructor).
+# Debian's v44 makes ~350 allocations per scenario; to keep this script
+# within a few minutes it walks every point up to FAULT_V44_DENSE (30),
+# then every FAULT_V44_STEP-th (10) (FAULT_V44_STEP=1: every point, about
+# 8 minutes more). Its datagram rsockets cannot run on soft-RoCE (see
+# 64-rsockets-dgram.sh): "not walked".
+# The walks' output is kept in $VM_OUT/fault-$VM_KERNEL/.
+# Ends with "N passed, M failed, K skipped" (one result per scenario of
+# ours; v44's lines are information).
+set -uo pipefail
+source "$(dirname "$0")/../testlib.sh"
+B=build/abi-tests
+work_dir fault keep
+OURS=${RDMACM_UNDER_TEST:-$REPO/build/librdmacm.so.1}
+case $OURS in /*) ;; *) OURS=$REPO/$OURS ;; esac
+[ -x "$B/fault_walk" ] && [ -e "$B/failmalloc.so" ] ||
+	{ bad "$B/fault_walk or failmalloc.so not built (abi-tests/fault/build.sh runs on the host)"; finish; }
+[ -e "$OURS" ] || { skp "our library $OURS is not built"; finish; }
+mkdir -p "$tmp/lib-ours" && ln -sf "$(readlink -f "$OURS")" "$tmp/lib-ours/librdmacm.so.1"
+SHIM=$REPO/$B/failmalloc.so
+echo "# kernel $(uname -r) ($KERNEL); ours: $(readlink -f "$OURS"); reference: Debian's v44"
+
+# walk LABEL SCENARIO ARGS...: the walk's summary line
+walk() {
+	local label=$1 s=$2 env=()
+	shift 2
+	[ "$label" = ours ] && env=(LD_LIBRARY_PATH="$tmp/lib-ours")
+	local t0=$SECONDS
+	env "${env[@]}" LD_PRELOAD="$SHIM" "$B/fault_walk" --label "$label" --timeout 20 "$@" "$s" \
+		>"$tmp/$s-$label.txt" 2>"$tmp/$s-$label.err"
+	echo "$(tail -n1 "$tmp/$s-$label.txt") ($((SECONDS - t0)) s)"
+}
+
+re='^([a-z]+) ours: ([0-9]+) points, [0-9]+ runs, [0-9]+ ok, [0-9]+ errors, [0-9]+ lost, ([0-9]+) aborts, ([0-9]+) hangs, ([0-9]+) unusable after \(([0-9]+) after'
+for s in ids conn ep mcast rstream rdgram gai; do
+	line=$(walk ours "$s")
+	echo "  $line"
+	if [[ $line =~ $re ]] && grep -q "^# library: $tmp/lib-ours/librdmacm.so.1\$" "$tmp/$s-ours.txt"; then
+		if ((BASH_REMATCH[2] > 0 && BASH_REMATCH[3] == 0 && BASH_REMATCH[4] == 0 && BASH_REMATCH[6] == 0)); then
+			ok "$s: our library survives every allocation failure (${BASH_REMATCH[2]} points)"
+		else
+			bad "$s: ours (see $OUT/fault-$KERNEL/$s-ours.txt)"
+			grep -E '^  k=' "$tmp/$s-ours.txt" | head -n 10
+		fi
+	else
+		bad "$s: the walk of our library did not complete (see $OUT/fault-$KERNEL/$s-ours.txt)"
+		tail -n 3 "$tmp/$s-ours.txt"
+	fi
+	echo "  $(walk v44 "$s" --dense "${FAULT_V44_DENSE:-30}" --step "${FAULT_V44_STEP:-10}")"
+done
+finish
