@@ -11,12 +11,9 @@
 # Each boot runs suite.sh (bed self-check, tests.d, compatibility matrix);
 # console and logs land in build/vm-<kernel>/, the matrix in
 # build/compat-<kernel>.md, the rsocket programs' tables in
-<<<<<<< HEAD
-# build/rsockets-<kernel>.md, build/rsockets-dgram-<kernel>.md and build/preload-<kernel>.md. The library under test is build/librdmacm.so.1
-=======
 # build/rsockets-<kernel>.md and build/rsockets-dgram-<kernel>.md, the
-# preload's fork-mode table in build/preload-fork-<kernel>.md. The library under test is build/librdmacm.so.1
->>>>>>> fork
+# preload's tables in build/preload-<kernel>.md and
+# build/preload-fork-<kernel>.md. The library under test is build/librdmacm.so.1
 # or $RDMACM_UNDER_TEST. VM_KERNELS="6.1 new" picks the boots.
 # Ends with one line "N passed, M failed, K skipped" summed over both boots;
 # exit 1 on any failure, a broken bed or a boot that gave no result.
@@ -59,11 +56,8 @@ for k in ${VM_KERNELS:-6.1 new}; do
 	cp "$out/compat-$k.md" "build/compat-$k.md" 2>/dev/null
 	cp "$out/rsockets-$k.md" "build/rsockets-$k.md" 2>/dev/null
 	cp "$out/rsockets-dgram-$k.md" "build/rsockets-dgram-$k.md" 2>/dev/null
-<<<<<<< HEAD
 	cp "$out/preload-$k.md" "build/preload-$k.md" 2>/dev/null
-=======
 	cp "$out/preload-fork-$k.md" "build/preload-fork-$k.md" 2>/dev/null
->>>>>>> fork
 	echo "=== kernel $k: exit $rc, $p passed, $f failed, $s skipped ($secs s)"
 done
 echo "=== VM time: $vm_time s"
