@@ -3,7 +3,8 @@
 # (or $VM_CACHE). A second run with everything in place takes well under a
 # second and touches no network.
 #
-#  1. host packages (qemu, busybox, rdma-core programs, perftest, ...), with
+#  1. host packages (qemu, busybox, rdma-core programs, perftest, the socket
+#     programs run through the preload: socat, nc, iperf3, redis, ...), with
 #     apt-get; `apt-get update` only when an install needs it;
 #  2. two Debian kernels, DOWNLOADED ONLY, with a private apt configuration
 #     (own sources.list, lists and cache under .cache/vm/apt; the host's apt
@@ -48,7 +49,8 @@ MODULES="virtio_pci 9pnet_virtio 9p dummy veth crc32_generic rdma_rxe rdma_ucm"
 # --- 1. host packages --------------------------------------------------------
 pkgs=(qemu-system-x86 busybox-static kmod cpio xz-utils zstd gzip iproute2 binutils procps
       rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest librdmacm1 librdmacm-dev libibverbs-dev
-      valgrind strace cmake ninja-build libudev-dev libnl-3-dev libnl-route-3-dev pkg-config gcc python3)
+      valgrind strace cmake ninja-build libudev-dev libnl-3-dev libnl-route-3-dev pkg-config gcc python3
+      socat netcat-openbsd iperf3 redis-server redis-tools)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
