@@ -20,6 +20,9 @@
  *   --max N       stop after point N (default 100000)
  *   --dense D     walk every point up to D, then every STEP-th (default:
  *   --step STEP   every point; STEP 1)
+ *   --samples N   after D, a step large enough that about N more points are
+ *                 walked (the count comes from the run with nothing failing;
+ *                 never smaller than STEP)
  *   --timeout S   a run that takes more than S seconds is killed: a hang
  *                 (default 30)
  *   --wait MS     how long a scenario waits for an event, a connection or a
@@ -125,6 +128,7 @@ struct report {
 static struct report *rep;
 
 static int opt_wait = 5000;
+static long opt_samples; /* --samples: 0, the step as given */
 static __thread int is_peer;
 /* waiting for a datagram: one that never comes was lost, not a hang */
 static __thread int lost_ok;
@@ -1138,6 +1142,12 @@ static int walk(const char *name, int (*fn)(void), const char *label, long from,
 		printf("%s %s: not walked (the scenario fails without failures)\n", name, label);
 		return 1;
 	}
+	if (opt_samples > 0 && rep->count > dense) {
+		long spread = (rep->count - dense + opt_samples - 1) / opt_samples;
+
+		if (spread > stepk)
+			stepk = spread;
+	}
 	for (k = from; k <= max; k += (k < dense ? 1 : stepk)) {
 		st = run_child(fn, k, timeout);
 		runs++;
@@ -1318,6 +1328,8 @@ int main(int argc, char **argv)
 			timeout = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--wait") && i + 1 < argc)
 			opt_wait = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
+			opt_samples = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--ip") && i + 1 < argc)
 			opt_ip = argv[++i];
 		else if (!strcmp(argv[i], "--count"))
@@ -1332,7 +1344,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (i != argc - 1 || stepk < 1) {
-		fprintf(stderr, "usage: %s [--label L] [--from K] [--max N] [--dense D --step S] [--timeout S] [--wait MS] "
+		fprintf(stderr, "usage: %s [--label L] [--from K] [--max N] [--dense D --step S] [--samples N] [--timeout S] [--wait MS] "
 				"[--ip ADDR] [--count] SCENARIO | --list | --self-test\n",
 			argv[0]);
 		return 2;
