@@ -43,7 +43,8 @@ iperf() { # stack -> bits/s or nothing
 	wait_port $port
 	env "${env[@]}" timeout 30 iperf3 -c $ADDR -p $port -t 3 -J >/tmp/ipc.json 2>/dev/null
 	wait $s 2>/dev/null
-	python3 -c 'import json,sys; print("%.0f" % json.load(open("/tmp/ips.json"))["end"]["sum_received"]["bits_per_second"])' 2>/dev/null
+	# nothing received counts as a failure (Debian's preload: iperf3 runs, moves no data)
+	python3 -c 'import json; b = json.load(open("/tmp/ips.json"))["end"]["sum_received"]["bits_per_second"]; b > 0 and print("%.0f" % b)' 2>/dev/null
 }
 redis() { # stack -> "rps p50" or nothing
 	local env s out
