@@ -13,7 +13,7 @@
 
 use super::dgwire::{self, DsHeader, SockAddr, GRH_LEN, SLOT};
 use super::mem::Region;
-use super::stream::{last_err, CompOwner, CqOwner, QpOwner};
+use super::stream::{last_err, new_cqs, CompOwner, CqOwner, QpOwner};
 use crate::abi::*;
 use crate::cm::channel::Channel;
 use crate::cm::{id::Id, lifecycle, qp};
@@ -142,30 +142,7 @@ impl DgQp {
         let max = (opened.max_qpsize.max(1) as u32).min(QP_MAX);
         let (sq, rq) = (sq_size.clamp(1, max), rq_size.clamp(1, max));
         let ctx = opened.verbs;
-        // SAFETY: an open context.
-        let chan = unsafe { verbs::ibv_create_comp_channel(ctx) };
-        if chan.is_null() {
-            return Err(last_err(libc::ENOMEM));
-        }
-        let comp = CompOwner(chan);
-        // SAFETY: a live channel; its fd is ours to make non-blocking.
-        let comp_fd = unsafe { (*chan).fd };
-        // SAFETY: plain fcntl on the channel's fd.
-        unsafe {
-            let fl = libc::fcntl(comp_fd, libc::F_GETFL);
-            libc::fcntl(comp_fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
-        }
-        let new_cq = |n: u32| {
-            // SAFETY: open context, our channel.
-            let cq = unsafe { verbs::ibv_create_cq(ctx, n as i32, std::ptr::null_mut(), chan, 0) };
-            if cq.is_null() {
-                Err(last_err(libc::ENOMEM))
-            } else {
-                Ok(CqOwner { cq, unacked: 0 })
-            }
-        };
-        let rcq = new_cq(rq)?;
-        let scq = new_cq(sq)?;
+        let (comp, comp_fd, rcq, scq) = new_cqs(ctx, rq, sq)?;
         let mut attr = ibv_qp_init_attr {
             qp_context: std::ptr::null_mut(),
             send_cq: scq.cq,

@@ -7,6 +7,7 @@
 //! upstream records it; what the UDP socket accepts and rsockets do not
 //! know is accepted. Reads are never forwarded.
 
+use super::config::Opts;
 use super::dgram::DgSocket;
 use super::engine;
 use super::socket::{Phase, RSocket};
@@ -132,22 +133,29 @@ pub fn set(s: &Shared<RSocket>, level: i32, name: i32, val: &[u8]) -> Result<()>
             if g.phase.opening() || g.conn.is_some() || matches!(g.phase, Phase::Connected | Phase::ConnectError) {
                 return Err(Error::INVAL);
             }
-            match name {
-                RDMA_SQSIZE => g.opts.sq_size = (int_of(val)? as u32).min(QP_MAX),
-                RDMA_RQSIZE => g.opts.rq_size = (int_of(val)? as u32).min(QP_MAX),
-                RDMA_INLINE => g.opts.sq_inline = (int_of(val)? as u32).min(QP_MAX),
-                RDMA_IOMAPSIZE => {
-                    let v = int_of(val)?.max(0) as u32;
-                    g.opts.iomap_size = wire::scale_to_value(wire::value_to_scale(v));
-                }
-                RDMA_ROUTE => {
-                    let mut v = Vec::new();
-                    v.try_reserve_exact(val.len()).map_err(|_| Error::NOMEM)?;
-                    v.extend_from_slice(val);
-                    g.opts.route = Some(v);
-                }
-                _ => return Err(Error::Errno(libc::ENOTSUP)),
-            }
+            set_rdma(&mut g.opts, name, val)?;
+        }
+        _ => return Err(Error::Errno(libc::ENOTSUP)),
+    }
+    Ok(())
+}
+
+/// An SOL_RDMA option (queue sizes, inline size, iomap size, route) into
+/// `opts`, for a stream or a datagram socket; its state was checked.
+fn set_rdma(opts: &mut Opts, name: i32, val: &[u8]) -> Result<()> {
+    match name {
+        RDMA_SQSIZE => opts.sq_size = (int_of(val)? as u32).min(QP_MAX),
+        RDMA_RQSIZE => opts.rq_size = (int_of(val)? as u32).min(QP_MAX),
+        RDMA_INLINE => opts.sq_inline = (int_of(val)? as u32).min(QP_MAX),
+        RDMA_IOMAPSIZE => {
+            let v = int_of(val)?.max(0) as u32;
+            opts.iomap_size = wire::scale_to_value(wire::value_to_scale(v));
+        }
+        RDMA_ROUTE => {
+            let mut v = Vec::new();
+            v.try_reserve_exact(val.len()).map_err(|_| Error::NOMEM)?;
+            v.extend_from_slice(val);
+            opts.route = Some(v);
         }
         _ => return Err(Error::Errno(libc::ENOTSUP)),
     }
@@ -199,22 +207,7 @@ pub fn set_dgram(s: &Shared<DgSocket>, level: i32, name: i32, val: &[u8]) -> Res
             if g.ready {
                 return Err(Error::INVAL);
             }
-            match name {
-                RDMA_SQSIZE => g.opts.sq_size = (int_of(val)? as u32).min(QP_MAX),
-                RDMA_RQSIZE => g.opts.rq_size = (int_of(val)? as u32).min(QP_MAX),
-                RDMA_INLINE => g.opts.sq_inline = (int_of(val)? as u32).min(QP_MAX),
-                RDMA_IOMAPSIZE => {
-                    let v = int_of(val)?.max(0) as u32;
-                    g.opts.iomap_size = wire::scale_to_value(wire::value_to_scale(v));
-                }
-                RDMA_ROUTE => {
-                    let mut v = Vec::new();
-                    v.try_reserve_exact(val.len()).map_err(|_| Error::NOMEM)?;
-                    v.extend_from_slice(val);
-                    g.opts.route = Some(v);
-                }
-                _ => return Err(Error::Errno(libc::ENOTSUP)),
-            }
+            set_rdma(&mut g.opts, name, val)?;
         }
         _ => {}
     }

@@ -78,6 +78,38 @@ impl Drop for CompOwner {
     }
 }
 
+/// A completion channel made non-blocking and the receive and send CQs
+/// (`rq` and `sq` entries) on it, on the open context `ctx`: what a stream
+/// and a datagram QP are both built on. Returned in the order they must be
+/// bound (dropped in reverse: the CQs before their channel).
+pub(crate) fn new_cqs(ctx: *mut ibv_context, rq: u32, sq: u32) -> Result<(CompOwner, i32, CqOwner, CqOwner)> {
+    // SAFETY: an open context.
+    let ch = unsafe { verbs::ibv_create_comp_channel(ctx) };
+    if ch.is_null() {
+        return Err(last_err(libc::ENOMEM));
+    }
+    let comp = CompOwner(ch);
+    // SAFETY: a live channel; its fd is ours to make non-blocking.
+    let comp_fd = unsafe { (*ch).fd };
+    // SAFETY: plain fcntl on the channel's fd.
+    unsafe {
+        let fl = libc::fcntl(comp_fd, libc::F_GETFL);
+        libc::fcntl(comp_fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+    }
+    let new_cq = |n: u32| {
+        // SAFETY: open context, our channel.
+        let cq = unsafe { verbs::ibv_create_cq(ctx, n as i32, std::ptr::null_mut(), ch, 0) };
+        if cq.is_null() {
+            Err(last_err(libc::ENOMEM))
+        } else {
+            Ok(CqOwner { cq, unacked: 0 })
+        }
+    };
+    let rcq = new_cq(rq)?;
+    let scq = new_cq(sq)?;
+    Ok((comp, comp_fd, rcq, scq))
+}
+
 /// What polling the CQ found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Polled {
@@ -188,30 +220,7 @@ impl Conn {
         let clamp = |v: u32| v.max(QP_MIN).min(max.max(QP_MIN));
         let (sq_size, rq_size) = (clamp(o.sq_size), clamp(o.rq_size));
         let ctx = opened.verbs;
-        // SAFETY: an open context.
-        let ch = unsafe { verbs::ibv_create_comp_channel(ctx) };
-        if ch.is_null() {
-            return Err(last_err(libc::ENOMEM));
-        }
-        let comp = CompOwner(ch);
-        // SAFETY: a live channel; its fd is ours to make non-blocking.
-        let comp_fd = unsafe { (*ch).fd };
-        // SAFETY: plain fcntl on the channel's fd.
-        unsafe {
-            let fl = libc::fcntl(comp_fd, libc::F_GETFL);
-            libc::fcntl(comp_fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
-        }
-        let new_cq = |n: u32| {
-            // SAFETY: open context, our channel.
-            let cq = unsafe { verbs::ibv_create_cq(ctx, n as i32, std::ptr::null_mut(), ch, 0) };
-            if cq.is_null() {
-                Err(last_err(libc::ENOMEM))
-            } else {
-                Ok(CqOwner { cq, unacked: 0 })
-            }
-        };
-        let rcq = new_cq(rq_size)?;
-        let scq = new_cq(sq_size)?;
+        let (comp, comp_fd, rcq, scq) = new_cqs(ctx, rq_size, sq_size)?;
         let mut attr = ibv_qp_init_attr {
             qp_context: std::ptr::null_mut(),
             send_cq: scq.cq,
