@@ -76,31 +76,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rscase.h"
+
 #define ADDR "192.0.2.1"
 #define ADDR6 "fd00::1"
 #define QKEY 0x01234567
-
-static int passed, failed;
-static char why[512];
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why[0])
-		return; /* the first reason counts */
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-}
-
-static double now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
 static void sin_of(struct sockaddr_in *sin, const char *ip, int port)
 {
@@ -514,13 +494,6 @@ out:
 }
 
 /* ---- readiness ---- */
-
-static short plain_poll(int fd, short events, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-
-	return poll(&p, 1, ms) > 0 ? p.revents : 0;
-}
 
 static void c_readiness(void)
 {
@@ -1111,11 +1084,7 @@ static void c_repoll(void)
 	rclose(b);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-	unsigned timeout;
-} cases[] = {
+static const struct rscase cases[] = {
 	{ "exchange", c_exchange, 120 },   { "fresh", c_fresh, 30 },	      { "unbound", c_unbound, 60 },	      { "peek-trunc", c_peek_trunc, 60 },
 	{ "sizes", c_sizes, 60 },	   { "connected", c_connected, 60 },  { "readiness", c_readiness, 60 },
 	{ "blocking", c_blocking, 60 },	   { "hostile-udp", c_hostile_udp, 60 }, { "hostile-ud", c_hostile_ud, 60 },
@@ -1125,45 +1094,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		int want = argc < 2, st;
-		for (int a = 1; a < argc; a++)
-			want |= !strcmp(argv[a], cases[i].name);
-		if (!want)
-			continue;
-		/* each case in its own process, with a hard time limit */
-		int p[2];
-		if (pipe(p))
-			return 1;
-		pid_t pid = fork();
-		if (pid == 0) {
-			close(p[0]);
-			alarm(cases[i].timeout);
-			why[0] = 0;
-			cases[i].fn();
-			if (write(p[1], why, strlen(why) + 1) < 0)
-				_exit(1);
-			_exit(0);
-		}
-		close(p[1]);
-		char r[sizeof why] = { 0 };
-		ssize_t n = read(p[0], r, sizeof r - 1);
-		close(p[0]);
-		waitpid(pid, &st, 0);
-		if (n <= 0 && WIFSIGNALED(st))
-			snprintf(r, sizeof r, "killed by signal %d%s", WTERMSIG(st),
-				 WTERMSIG(st) == SIGALRM ? " (hung past its time limit)" : "");
-		else if (n <= 0)
-			snprintf(r, sizeof r, "ended without a result (status %#x)", st);
-		if (r[0]) {
-			printf("FAIL %s: %s\n", cases[i].name, r);
-			failed++;
-		} else {
-			printf("ok   %s\n", cases[i].name);
-			passed++;
-		}
-	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return run_cases(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

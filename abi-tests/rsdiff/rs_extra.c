@@ -45,29 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rscase.h"
+
 #define ADDR "192.0.2.1"
-
-static int passed, failed;
-static char why[512];
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why[0])
-		return; /* the first reason counts */
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-}
-
-static double now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
 static void sin_of(struct sockaddr_in *sin, int port)
 {
@@ -169,13 +149,6 @@ static int count_cm_ids(void)
 }
 
 /* ---- plain-poll ---- */
-
-static short plain_poll(int fd, short events, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-
-	return poll(&p, 1, ms) > 0 ? p.revents : 0;
-}
 
 static void c_plain_poll(void)
 {
@@ -625,11 +598,7 @@ static void c_cycles(void)
 		fail("%d CM ids left", ids);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-	int timeout;
-} cases[] = {
+static const struct rscase cases[] = {
 	{ "plain-poll", c_plain_poll, 60 },	    { "close-bounded", c_close_bounded, 60 },
 	{ "unaccepted-freed", c_unaccepted_freed, 60 }, { "accept-parallel", c_accept_parallel, 60 },
 	{ "high-fd", c_high_fd, 60 },		    { "cycles", c_cycles, 240 },
@@ -637,45 +606,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		int want = argc < 2, st;
-		for (int a = 1; a < argc; a++)
-			want |= !strcmp(argv[a], cases[i].name);
-		if (!want)
-			continue;
-		/* each case in its own process, with a hard time limit */
-		int p[2];
-		if (pipe(p))
-			return 1;
-		pid_t pid = fork();
-		if (pid == 0) {
-			close(p[0]);
-			alarm(cases[i].timeout);
-			why[0] = 0;
-			cases[i].fn();
-			if (write(p[1], why, strlen(why) + 1) < 0)
-				_exit(1);
-			_exit(0);
-		}
-		close(p[1]);
-		char r[sizeof why] = { 0 };
-		ssize_t n = read(p[0], r, sizeof r - 1);
-		close(p[0]);
-		waitpid(pid, &st, 0);
-		if (n <= 0 && WIFSIGNALED(st))
-			snprintf(r, sizeof r, "killed by signal %d%s", WTERMSIG(st),
-				 WTERMSIG(st) == SIGALRM ? " (hung past its time limit)" : "");
-		else if (n <= 0)
-			snprintf(r, sizeof r, "ended without a result (status %#x)", st);
-		if (r[0]) {
-			printf("FAIL %s: %s\n", cases[i].name, r);
-			failed++;
-		} else {
-			printf("ok   %s\n", cases[i].name);
-			passed++;
-		}
-	}
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return run_cases(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -35,6 +35,37 @@ ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 skp() { echo "SKIP $*"; skip=$((skip + 1)); }
 
+# run_case_program NAME LIBDIR LIMIT: runs build/abi-tests/NAME (a case
+# program built on abi-tests/rsdiff/rscase.h) with LIBDIR first in the
+# library path, at most LIMIT seconds; each of its "ok"/"FAIL" lines
+# becomes a result, and a run without its closing summary fails.
+run_case_program() {
+	local name=$1 libdir=$2 limit=$3 tag rest out="$tmp/$1.out"
+	if ! [ -x "build/abi-tests/$name" ]; then
+		bad "build/abi-tests/$name not built (abi-tests/rsdiff/build.sh runs on the host)"
+		return
+	fi
+	LD_LIBRARY_PATH=$libdir timeout -k 5 "$limit" "build/abi-tests/$name" >"$out" 2>&1
+	grep '^#' "$out"
+	while read -r tag rest; do
+		case $tag in ok) ok "$name $rest" ;; FAIL) bad "$name $rest" ;; esac
+	done < <(grep -E '^(ok|FAIL) ' "$out")
+	grep -qE '^[0-9]+ passed, [0-9]+ failed$' "$out" ||
+		bad "$name ended without a summary: $(tail -n 2 "$out" | tr '\n' ' ')"
+}
+
+# preload_problems LOG: the records of a valgrind log that point into the
+# preload or librdmacm and report an invalid access or free, an
+# uninitialised use or a block definitely or indirectly lost.
+preload_problems() {
+	awk '
+		/== *$/ { if (rec != "" && keep) print rec; rec = ""; keep = 0; next }
+		{ sub(/^==[0-9]+== /, ""); rec = rec "\n    " $0 }
+		/librdmacm\.so|librspreload\.so/ { if (rec ~ /(definitely|indirectly) lost in|Invalid (read|write|free)|uninitialised|Mismatched free/) keep = 1 }
+		END { if (rec != "" && keep) print rec }
+	' "$1"
+}
+
 work_dir() { # NAME [keep]
 	tmp=$(mktemp -d "/tmp/$1.XXXXXX")
 	_testlib_keep=""

@@ -21,17 +21,7 @@ work_dir rsockets-extra keep
 mkdir -p "$tmp/lib" && ln -sf "$(readlink -f "$OURS")" "$tmp/lib/librdmacm.so.1"
 
 # 1. rs_extra
-if [ -x build/abi-tests/rs_extra ]; then
-	LD_LIBRARY_PATH=$tmp/lib timeout -k 5 500 build/abi-tests/rs_extra >"$tmp/rs_extra.out" 2>&1
-	grep '^#' "$tmp/rs_extra.out"
-	while read -r tag rest; do
-		case $tag in ok) ok "$rest" ;; FAIL) bad "$rest" ;; esac
-	done < <(grep -E '^(ok|FAIL) ' "$tmp/rs_extra.out")
-	grep -qE '^[0-9]+ passed, [0-9]+ failed$' "$tmp/rs_extra.out" ||
-		bad "rs_extra ended without a summary: $(tail -n 2 "$tmp/rs_extra.out" | tr '\n' ' ')"
-else
-	bad "build/abi-tests/rs_extra not built (abi-tests/rsdiff/build.sh runs on the host)"
-fi
+run_case_program rs_extra "$tmp/lib" 500
 
 # 2. the programs under valgrind
 if ! command -v valgrind >/dev/null; then

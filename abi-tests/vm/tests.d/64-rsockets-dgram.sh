@@ -239,17 +239,7 @@ if [ "${mtu%% *}" = 1024 ]; then
 fi
 
 # 3. rs_dgram
-if [ -x build/abi-tests/rs_dgram ]; then
-	LD_LIBRARY_PATH=$tmp/ours timeout -k 5 400 build/abi-tests/rs_dgram >"$tmp/rs_dgram.out" 2>&1
-	grep '^#' "$tmp/rs_dgram.out"
-	while read -r tag rest; do
-		case $tag in ok) ok "rs_dgram $rest" ;; FAIL) bad "rs_dgram $rest" ;; esac
-	done < <(grep -E '^(ok|FAIL) ' "$tmp/rs_dgram.out")
-	grep -qE '^[0-9]+ passed, [0-9]+ failed$' "$tmp/rs_dgram.out" ||
-		bad "rs_dgram ended without a summary: $(tail -n 2 "$tmp/rs_dgram.out" | tr '\n' ' ')"
-else
-	bad "build/abi-tests/rs_dgram not built (abi-tests/rsdiff/build.sh runs on the host)"
-fi
+run_case_program rs_dgram "$tmp/ours" 400
 
 # 4. udpong under valgrind (ours–ours)
 if ! command -v valgrind >/dev/null; then

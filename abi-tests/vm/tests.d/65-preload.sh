@@ -211,15 +211,7 @@ fi
 # socat through our preload under valgrind, both sides: the copy succeeds
 # and valgrind reports no invalid access or uninitialised use inside the
 # preload or librdmacm and no block definitely or indirectly lost through
-# them.
-preload_problems() { # log
-	awk '
-		/== *$/ { if (rec != "" && keep) print rec; rec = ""; keep = 0; next }
-		{ sub(/^==[0-9]+== /, ""); rec = rec "\n    " $0 }
-		/librdmacm\.so|librspreload\.so/ { if (rec ~ /(definitely|indirectly) lost in|Invalid (read|write|free)|uninitialised|Mismatched free/) keep = 1 }
-		END { if (rec != "" && keep) print rec }
-	' "$1"
-}
+# them (preload_problems, testlib.sh).
 if command -v valgrind >/dev/null; then
 	VG=(valgrind --leak-check=full --show-leak-kinds=definite,indirect --num-callers=30 --error-exitcode=0)
 	head -c 1048576 /dev/urandom >"$tmp/vg.bin"

@@ -319,15 +319,8 @@ fallback_check loopback 0 10
 
 # rstream -T f with our preload on both sides under valgrind (the server,
 # the child it forks, the client): the data verified, and nothing invalid,
-# uninitialised or lost inside the preload or librdmacm.
-preload_problems() { # log
-	awk '
-		/== *$/ { if (rec != "" && keep) print rec; rec = ""; keep = 0; next }
-		{ sub(/^==[0-9]+== /, ""); rec = rec "\n    " $0 }
-		/librdmacm\.so|librspreload\.so/ { if (rec ~ /(definitely|indirectly) lost in|Invalid (read|write|free)|uninitialised|Mismatched free/) keep = 1 }
-		END { if (rec != "" && keep) print rec }
-	' "$1"
-}
+# uninitialised or lost inside the preload or librdmacm (preload_problems,
+# testlib.sh).
 if command -v valgrind >/dev/null; then
 	VG=(valgrind --leak-check=full --show-leak-kinds=definite,indirect --num-callers=30 --error-exitcode=0)
 	port=$((port + 1))
