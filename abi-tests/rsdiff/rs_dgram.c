@@ -916,32 +916,6 @@ static void c_many(void)
 
 /* ---- close ---- */
 
-static int count_fds(void)
-{
-	int n = 0;
-
-	for (int fd = 0; fd < 4096; fd++)
-		if (fcntl(fd, F_GETFD) >= 0)
-			n++;
-	return n;
-}
-
-static int count_cm_ids(void)
-{
-	char cmd[64], line[512];
-	int n = 0;
-	FILE *f = popen("rdma res show cm_id 2>/dev/null", "r");
-
-	if (!f)
-		return -1;
-	snprintf(cmd, sizeof cmd, " pid %d ", (int)getpid());
-	while (fgets(line, sizeof line, f))
-		if (strstr(line, cmd))
-			n++;
-	pclose(f);
-	return n;
-}
-
 static void c_close(void)
 {
 	int a = dsock(7591), b = dsock(7592), fds0, ids0;

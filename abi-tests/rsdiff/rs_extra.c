@@ -116,38 +116,6 @@ static int pair(int port, int *l, int *srv, int *cli)
 	return (*cli < 0 || *srv < 0) ? -1 : 0;
 }
 
-/* Descriptors and CM ids of this process (to see nothing is left). */
-static int count_fds(void)
-{
-	char p[64];
-	int n = 0;
-
-	for (int fd = 0; fd < 70000; fd++) {
-		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-		if (fcntl(fd, F_GETFD) >= 0)
-			n++;
-	}
-	return n;
-}
-
-static int count_cm_ids(void)
-{
-	char cmd[128], line[512];
-	int n = 0;
-	FILE *f;
-
-	snprintf(cmd, sizeof cmd, "rdma res show cm_id 2>/dev/null");
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	snprintf(cmd, sizeof cmd, " pid %d ", (int)getpid());
-	while (fgets(line, sizeof line, f))
-		if (strstr(line, cmd))
-			n++;
-	pclose(f);
-	return n;
-}
-
 /* ---- plain-poll ---- */
 
 static void c_plain_poll(void)

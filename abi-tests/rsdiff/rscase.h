@@ -1,12 +1,13 @@
 /* rscase.h — what the case programs rs_extra.c and rs_dgram.c share: the
  * first failure's reason (fail), a monotonic clock, a plain poll(2) on one
- * descriptor, and the runner: each selected case in its own forked
- * process with a hard time limit (alarm), reported as "ok   NAME" or
- * "FAIL NAME: reason", then "N passed, M failed". Included once per
- * program (static definitions). */
+ * descriptor, counts of descriptors and CM ids, and the runner: each
+ * selected case in its own forked process with a hard time limit (alarm),
+ * reported as "ok   NAME" or "FAIL NAME: reason", then "N passed, M
+ * failed". Included once per program (static definitions). */
 #ifndef RSCASE_H
 #define RSCASE_H
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -51,6 +52,35 @@ static short plain_poll(int fd, short events, int ms)
 	struct pollfd p = { .fd = fd, .events = events };
 
 	return poll(&p, 1, ms) > 0 ? p.revents : 0;
+}
+
+/* Descriptors and CM ids of this process (to see that nothing is left):
+ * open descriptors below 70000 (the high-fd case goes past 65535), and
+ * the lines of `rdma res show cm_id` with this pid (-1: rdma failed). */
+static int count_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 70000; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			n++;
+	return n;
+}
+
+static int count_cm_ids(void)
+{
+	char pid[32], line[512];
+	int n = 0;
+	FILE *f = popen("rdma res show cm_id 2>/dev/null", "r");
+
+	if (!f)
+		return -1;
+	snprintf(pid, sizeof pid, " pid %d ", (int)getpid());
+	while (fgets(line, sizeof line, f))
+		if (strstr(line, pid))
+			n++;
+	pclose(f);
+	return n;
 }
 
 /* Runs the cases named in argv[1..] (all without arguments); exit status
