@@ -26,3 +26,7 @@ if newer "$B/fault_walk" $F/fault_walk.c $F/fault.h; then
 	cc -O1 -g -Wall -Wextra -Werror -o "$B/fault_walk.tmp" $F/fault_walk.c -lrdmacm -libverbs -lpthread -ldl
 	mv -f "$B/fault_walk.tmp" "$B/fault_walk"
 fi
+if newer "$B/server_faults" $F/server_faults.c; then
+	cc -O1 -g -Wall -Wextra -Werror -o "$B/server_faults.tmp" $F/server_faults.c -lrdmacm -libverbs -lpthread
+	mv -f "$B/server_faults.tmp" "$B/server_faults"
+fi

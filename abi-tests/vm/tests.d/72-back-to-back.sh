@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# 72-back-to-back.sh — (guest side) the program pairs `make demo` runs
+# (rping, ucmatose, udaddy, cmtime, rdma_server/client, mckey, perftest -R;
+# abi-tests/vm/programs.sh), one right after another as the demo runs
+# them, B2B_ROUNDS times (default 3) with each library, the libraries
+# alternating round by round: Debian's v44 and ours (LD_LIBRARY_PATH).
+# A failure of one pair is shown with the end of its log. Passes when
+# ours fails no more pairs than v44.
+# Ends with "N passed, M failed, K skipped".
+# suite-timeout: 900
+set -uo pipefail
+source "$(dirname "$0")/../testlib.sh"
+source "$(dirname "$0")/../programs.sh"
+work_dir back-to-back keep
+OURS=${RDMACM_UNDER_TEST:-$REPO/build/librdmacm.so.1}
+case $OURS in /*) ;; *) OURS=$REPO/$OURS ;; esac
+[ -e "$OURS" ] || { skp "our library $OURS is not built"; finish; }
+mkdir -p "$tmp/ours" && ln -sf "$(readlink -f "$OURS")" "$tmp/ours/librdmacm.so.1"
+prepare_symbols "$SYSTEM_RDMACM" "$tmp/ours/librdmacm.so.1"
+ROUNDS=${B2B_ROUNDS:-3}
+declare -A fails=([system]=0 [ours]=0) runs=([system]=0 [ours]=0)
+for ((r = 1; r <= ROUNDS; r++)); do
+	for mode in system "libpath:$tmp/ours"; do
+		lib=${mode%%:*}
+		[ "$lib" = libpath ] && lib=ours
+		t0=$SECONDS
+		line=""
+		for spec in "${PAIRS[@]}"; do
+			name=${spec%%|*}
+			log="$tmp/r$r-$lib-${name//[^a-zA-Z0-9_-]/_}.log"
+			: >"$log"
+			res=$(run_pair "$spec" "$mode" "$log")
+			case $res in
+			passed) line+=" ." ;;
+			skipped*) line+=" s" ;;
+			*)
+				line+=" F"
+				fails[$lib]=$((fails[$lib] + 1))
+				echo "#   round $r, $lib: $name $res"
+				tail -n 6 "$log" | sed 's/^/#     /'
+				;;
+			esac
+			[[ $res == skipped* ]] || runs[$lib]=$((runs[$lib] + 1))
+		done
+		echo "# round $r, $lib:$line ($((SECONDS - t0)) s)"
+	done
+done
+echo "# pairs failed: v44 ${fails[system]} of ${runs[system]}, ours ${fails[ours]} of ${runs[ours]}"
+if ((runs[ours] == 0)); then
+	bad "no pair ran with our library"
+elif ((fails[ours] <= fails[system])); then
+	ok "back to back, $ROUNDS rounds: ours failed ${fails[ours]} of ${runs[ours]} pairs, v44 ${fails[system]} of ${runs[system]}"
+else
+	bad "back to back, $ROUNDS rounds: ours failed ${fails[ours]} of ${runs[ours]} pairs, v44 only ${fails[system]} of ${runs[system]}"
+fi
+finish
