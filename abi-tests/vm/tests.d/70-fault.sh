@@ -27,7 +27,8 @@
 # minutes it walks every point up to FAULT_V44_DENSE (20), then about
 # FAULT_V44_SAMPLES (20) points spread over the rest, each scenario
 # stopped after FAULT_V44_BUDGET seconds (120; what was seen so far is
-# shown). Its datagram rsockets cannot run on soft-RoCE (see
+# shown), on kernel 6.1 only (FAULT_V44_ALL=1: every kernel). Its
+# datagram rsockets cannot run on soft-RoCE (see
 # 64-rsockets-dgram.sh):
 # "not walked".
 # The walks' output is kept in $VM_OUT/fault-$VM_KERNEL/.
@@ -82,6 +83,8 @@ for s in ids conn ep mcast rstream rdgram gai; do
 		bad "$s: the walk of our library did not complete (see $OUT/fault-$KERNEL/$s-ours.txt)"
 		tail -n 3 "$tmp/$s-ours.txt"
 	fi
-	echo "  $(walk v44 "$s" --timeout 20 --dense "${FAULT_V44_DENSE:-20}" --samples "${FAULT_V44_SAMPLES:-20}")"
+	# the reference figure once (6.1), to keep make test short
+	[ "$KERNEL" = 6.1 ] || [ -n "${FAULT_V44_ALL:-}" ] &&
+		echo "  $(walk v44 "$s" --timeout 20 --dense "${FAULT_V44_DENSE:-20}" --samples "${FAULT_V44_SAMPLES:-20}")"
 done
 finish
