@@ -9,7 +9,9 @@
  *                  the signal and returns the event a thread causes later.
  *   emfile-cold    every descriptor in use before the library's first call:
  *                  rdma_create_event_channel, rdma_create_id without a
- *                  channel; then, descriptors freed, both work.
+ *                  channel fail (EMFILE, or ENODEV: the devices could not
+ *                  be opened, as Debian's v44 reports it); then,
+ *                  descriptors freed, both work.
  *   emfile-warm    the same after the library has been used.
  *   fork           a process holding a bound, resolved id forks: the child
  *                  creates its own channel and id and resolves (it may use
@@ -303,7 +305,7 @@ static void c_emfile(int warm)
 	       ch ? "ok" : "NULL", ch ? "-" : errname(e1), r2, r2 ? errname(e2) : "-");
 	if (ch)
 		bad("rdma_create_event_channel succeeded with every descriptor in use");
-	else if (e1 != EMFILE && e1 != ENFILE)
+	else if (e1 != EMFILE && e1 != ENFILE && !(warm == 0 && e1 == ENODEV))
 		bad("rdma_create_event_channel: %s", errname(e1));
 	if (!r2) {
 		bad("rdma_create_id without a channel succeeded with every descriptor in use");
@@ -600,7 +602,9 @@ static void c_hotplug(void)
 			bad("bound to %s, not rxe9", dev);
 		rdma_destroy_id(id);
 	}
-	sh("rdma link delete rxe9; ip link del d9");
+	/* rxe9 is deleted by the script once this process is gone: deleting
+	 * it here would wait for this process to close the device the
+	 * library holds open */
 }
 
 int main(int argc, char **argv)
