@@ -137,6 +137,17 @@ impl Signal {
             }
             shown.writable = want.writable;
         }
+        if want.hup {
+            // Before any "readable" byte: the shutdown makes U report
+            // POLLIN and POLLHUP in one change, so a poller it wakes sees
+            // both (a byte written first woke pollers that saw POLLIN
+            // alone).
+            // SAFETY: our socket; U then reports POLLHUP and POLLIN.
+            unsafe { libc::shutdown(l, libc::SHUT_RDWR) };
+            shown.hup = true;
+            shown.readable = true;
+            return Ok(());
+        }
         if want.readable != shown.readable {
             if want.readable {
                 Self::send(l, b"r")?;
@@ -144,12 +155,6 @@ impl Signal {
                 Self::drain(u);
             }
             shown.readable = want.readable;
-        }
-        if want.hup {
-            // SAFETY: our socket; U then reports POLLHUP and POLLIN.
-            unsafe { libc::shutdown(l, libc::SHUT_RDWR) };
-            shown.hup = true;
-            shown.readable = true;
         }
         Ok(())
     }
@@ -170,6 +175,23 @@ mod tests {
         // SAFETY: one valid pollfd.
         assert!(unsafe { libc::poll(&mut p, 1, 0) } >= 0);
         p.revents
+    }
+
+    #[test]
+    fn a_waiting_poller_sees_the_hangup_with_the_data() {
+        let (s, mut shown) = Signal::new(true).unwrap();
+        let fd = s.fd();
+        let waiter = std::thread::spawn(move || {
+            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd.
+            let n = unsafe { libc::poll(&mut p, 1, 5000) };
+            (n, p.revents)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        s.apply(&mut shown, Ready { readable: true, writable: false, hup: true }).unwrap();
+        let (n, revents) = waiter.join().unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(revents & (libc::POLLIN | libc::POLLHUP), libc::POLLIN | libc::POLLHUP);
     }
 
     #[test]
