@@ -52,21 +52,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../rsdiff/rscase.h"
+
 static const char *cname;
-static char bad_why[256];
-
-static void bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void bad(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (bad_why[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(bad_why, sizeof bad_why, fmt, ap);
-	va_end(ap);
-}
-
 static void result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void result(const char *fmt, ...)
 {
@@ -217,7 +205,7 @@ static void c_eintr(int restart)
 	int ret, e;
 
 	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
-		bad("setup: %s", errname(errno));
+		fail("setup: %s", errname(errno));
 		return;
 	}
 	l.id = id;
@@ -233,16 +221,16 @@ static void c_eintr(int restart)
 	if (ret == 0) {
 		result("returned an event (%s) after %d signal(s)", rdma_event_str(ev->event), (int)signals);
 		if (!restart)
-			bad("no signal interruption seen");
+			fail("no signal interruption seen");
 		else if (ev->event != RDMA_CM_EVENT_ADDR_RESOLVED)
-			bad("unexpected event %s", rdma_event_str(ev->event));
+			fail("unexpected event %s", rdma_event_str(ev->event));
 		rdma_ack_cm_event(ev);
 	} else {
 		result("returned %d, %s, after %d signal(s)", ret, errname(e), (int)signals);
 		if (restart)
-			bad("SA_RESTART: the call returned %d (%s)", ret, errname(e));
+			fail("SA_RESTART: the call returned %d (%s)", ret, errname(e));
 		else if (e != EINTR)
-			bad("interrupted: %s instead of EINTR", errname(e));
+			fail("interrupted: %s instead of EINTR", errname(e));
 	}
 	if (restart) {
 		pthread_join(t, NULL);
@@ -253,7 +241,7 @@ static void c_eintr(int restart)
 		ret = next_event(ch, 5000, NULL, NULL);
 		result("afterwards: %s", evname(ret));
 		if (ret != RDMA_CM_EVENT_ADDR_RESOLVED)
-			bad("the channel delivered %s after the interruption", evname(ret));
+			fail("the channel delivered %s after the interruption", evname(ret));
 	}
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
@@ -285,12 +273,12 @@ static void c_emfile(int warm)
 		struct sockaddr_in a;
 
 		if (!c || rdma_create_id(c, &i, NULL, RDMA_PS_TCP)) {
-			bad("warm-up: %s", errname(errno));
+			fail("warm-up: %s", errname(errno));
 			return;
 		}
 		sin_of(&a, "192.0.2.1", 0);
 		if (rdma_bind_addr(i, (struct sockaddr *)&a))
-			bad("warm-up bind: %s", errname(errno));
+			fail("warm-up bind: %s", errname(errno));
 		rdma_destroy_id(i);
 		rdma_destroy_event_channel(c);
 	}
@@ -304,11 +292,11 @@ static void c_emfile(int warm)
 	result("descriptors full: rdma_create_event_channel %s (%s), rdma_create_id without a channel %d (%s)",
 	       ch ? "ok" : "NULL", ch ? "-" : errname(e1), r2, r2 ? errname(e2) : "-");
 	if (ch)
-		bad("rdma_create_event_channel succeeded with every descriptor in use");
+		fail("rdma_create_event_channel succeeded with every descriptor in use");
 	else if (e1 != EMFILE && e1 != ENFILE && !(warm == 0 && e1 == ENODEV))
-		bad("rdma_create_event_channel: %s", errname(e1));
+		fail("rdma_create_event_channel: %s", errname(e1));
 	if (!r2) {
-		bad("rdma_create_id without a channel succeeded with every descriptor in use");
+		fail("rdma_create_id without a channel succeeded with every descriptor in use");
 		rdma_destroy_id(id);
 	}
 	if (ch)
@@ -320,14 +308,14 @@ static void c_emfile(int warm)
 	result("descriptors freed: rdma_create_event_channel %s, rdma_create_id without a channel %d",
 	       ch ? "ok" : errname(errno), r3);
 	if (!ch || r3)
-		bad("not usable after the descriptors were freed");
+		fail("not usable after the descriptors were freed");
 	if (!r3) {
 		struct sockaddr_in dst;
 
 		sin_of(&dst, "192.0.2.1", 0);
 		/* a synchronous id: the call blocks until resolved */
 		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000))
-			bad("sync rdma_resolve_addr afterwards: %s", errname(errno));
+			fail("sync rdma_resolve_addr afterwards: %s", errname(errno));
 		rdma_destroy_id(id);
 	}
 	if (ch)
@@ -347,12 +335,12 @@ static void c_fork(void)
 	sin_of(&dst, "192.0.2.1", 0);
 	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
 	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000)) {
-		bad("setup: %s", errname(errno));
+		fail("setup: %s", errname(errno));
 		return;
 	}
 	t = next_event(ch, 5000, NULL, NULL);
 	if (t != RDMA_CM_EVENT_ADDR_RESOLVED) {
-		bad("setup: %s", evname(t));
+		fail("setup: %s", evname(t));
 		return;
 	}
 	fflush(stdout);
@@ -382,7 +370,7 @@ static void c_fork(void)
 	}
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st))
-		bad("the child %s", WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? "hung" : "crashed");
+		fail("the child %s", WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? "hung" : "crashed");
 	/* The parent: the child may have taken its route request (the kernel
 	 * id is shared); resolve again if no event comes. */
 	int r = rdma_resolve_route(id, 2000);
@@ -393,7 +381,7 @@ static void c_fork(void)
 	struct rdma_cm_id *i3;
 
 	if (rdma_create_id(ch, &i3, NULL, RDMA_PS_TCP) || rdma_resolve_addr(i3, NULL, (struct sockaddr *)&dst, 2000)) {
-		bad("parent: a new id: %s", errname(errno));
+		fail("parent: a new id: %s", errname(errno));
 	} else {
 		struct rdma_cm_id *who = NULL;
 
@@ -402,7 +390,7 @@ static void c_fork(void)
 		while (t >= 0 && who != i3);
 		result("parent, a new id: %s", evname(t));
 		if (t != RDMA_CM_EVENT_ADDR_RESOLVED)
-			bad("parent: a new id after the fork: %s", evname(t));
+			fail("parent: a new id after the fork: %s", evname(t));
 		rdma_destroy_id(i3);
 	}
 	rdma_destroy_id(id);
@@ -429,7 +417,7 @@ static void wait_active(const char *dev)
 		 "sleep 0.1; done; exit 1",
 		 dev);
 	if (sh(cmd))
-		bad("%s did not come back ACTIVE", dev);
+		fail("%s did not come back ACTIVE", dev);
 }
 
 static const char *resolve_once(struct rdma_event_channel *ch, const char *ip, int *status)
@@ -503,13 +491,13 @@ static void c_netdev(void)
 	char evs[2][256];
 
 	if (!ch) {
-		bad("setup");
+		fail("setup");
 		return;
 	}
 	r = resolve_once(ch, "192.0.2.1", &st);
 	result("d0 up: %s", r);
 	if (st)
-		bad("resolve with d0 up: %s", r);
+		fail("resolve with d0 up: %s", r);
 	sh("ip link set d0 down");
 	r = resolve_once(ch, "192.0.2.1", &st);
 	result("d0 down: %s", r);
@@ -518,12 +506,12 @@ static void c_netdev(void)
 	r = resolve_once(ch, "192.0.2.1", &st);
 	result("d0 up again: %s", r);
 	if (st)
-		bad("resolve after d0 came back: %s", r);
+		fail("resolve after d0 came back: %s", r);
 	rdma_destroy_event_channel(ch);
 
 	st = connect_pair(&srv, &cli, &conn);
 	if (st) {
-		bad("connecting over rxe0: step %d (%s)", -st, errname(errno));
+		fail("connecting over rxe0: step %d (%s)", -st, errname(errno));
 		return;
 	}
 	sh("ip link set d0 down; sleep 1; ip link set d0 up");
@@ -555,7 +543,7 @@ static void c_netdev(void)
 	st = connect_pair(&srv, &cli, &conn);
 	result("a new connection afterwards: %s", st ? "fails" : "ESTABLISHED");
 	if (st)
-		bad("a new connection after d0 came back: step %d", -st);
+		fail("a new connection after d0 came back: step %d", -st);
 	else {
 		rdma_disconnect(cli.id);
 		rdma_destroy_qp(cli.id);
@@ -580,7 +568,7 @@ static void c_hotplug(void)
 		rdma_free_devices(list);
 	if (sh("ip link add d9 type dummy && ip addr add 198.51.100.1/24 dev d9 && ip link set d9 up && "
 	       "rdma link add rxe9 type rxe netdev d9")) {
-		bad("could not add rxe9");
+		fail("could not add rxe9");
 		return;
 	}
 	wait_active("rxe9");
@@ -589,17 +577,17 @@ static void c_hotplug(void)
 		rdma_free_devices(list);
 	result("rdma_get_devices: %d before, %d after rxe9 was added", n1, n2);
 	if (n2 != n1 + 1)
-		bad("rdma_get_devices went from %d to %d", n1, n2);
+		fail("rdma_get_devices went from %d to %d", n1, n2);
 	sin_of(&a, "198.51.100.1", 0);
 	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) || rdma_bind_addr(id, (struct sockaddr *)&a)) {
 		result("bind to rxe9's address: %s", errname(errno));
-		bad("bind to the new device's address: %s", errname(errno));
+		fail("bind to the new device's address: %s", errname(errno));
 	} else {
 		const char *dev = id->verbs ? ibv_get_device_name(id->verbs->device) : "(no device)";
 
 		result("bind to rxe9's address: device %s", dev);
 		if (strcmp(dev, "rxe9"))
-			bad("bound to %s, not rxe9", dev);
+			fail("bound to %s, not rxe9", dev);
 		rdma_destroy_id(id);
 	}
 	/* rxe9 is deleted by the script once this process is gone: deleting
@@ -635,8 +623,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	alarm(0);
-	if (bad_why[0])
-		printf("verdict %s: bad %s\n", cname, bad_why);
+	if (why[0])
+		printf("verdict %s: bad %s\n", cname, why);
 	else
 		printf("verdict %s: ok\n", cname);
 	return 0;

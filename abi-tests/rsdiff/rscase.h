@@ -3,7 +3,9 @@
  * descriptor, counts of descriptors and CM ids, and the runner: each
  * selected case in its own forked process with a hard time limit (alarm),
  * reported as "ok   NAME" or "FAIL NAME: reason", then "N passed, M
- * failed". Included once per program (static definitions). */
+ * failed". Included once per program (static definitions; a program
+ * that runs one case per process, such as abi-tests/fault/server_faults.c,
+ * uses only why/fail). */
 #ifndef RSCASE_H
 #define RSCASE_H
 
@@ -38,7 +40,7 @@ static void fail(const char *fmt, ...)
 	va_end(ap);
 }
 
-static double now_ms(void)
+__attribute__((unused)) static double now_ms(void)
 {
 	struct timespec t;
 
@@ -47,7 +49,7 @@ static double now_ms(void)
 }
 
 /* poll(2) (not rpoll) on one descriptor: its revents, 0 on a timeout. */
-static short plain_poll(int fd, short events, int ms)
+__attribute__((unused)) static short plain_poll(int fd, short events, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = events };
 
@@ -57,7 +59,7 @@ static short plain_poll(int fd, short events, int ms)
 /* Descriptors and CM ids of this process (to see that nothing is left):
  * open descriptors below 70000 (the high-fd case goes past 65535), and
  * the lines of `rdma res show cm_id` with this pid (-1: rdma failed). */
-static int count_fds(void)
+__attribute__((unused)) static int count_fds(void)
 {
 	int n = 0;
 
@@ -67,7 +69,7 @@ static int count_fds(void)
 	return n;
 }
 
-static int count_cm_ids(void)
+__attribute__((unused)) static int count_cm_ids(void)
 {
 	char pid[32], line[512];
 	int n = 0;
@@ -85,7 +87,7 @@ static int count_cm_ids(void)
 
 /* Runs the cases named in argv[1..] (all without arguments); exit status
  * for main: 0 when none failed. */
-static int run_cases(const struct rscase *cases, size_t n, int argc, char **argv)
+__attribute__((unused)) static int run_cases(const struct rscase *cases, size_t n, int argc, char **argv)
 {
 	int passed = 0, failed = 0;
 
