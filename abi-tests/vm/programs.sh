@@ -224,8 +224,24 @@ warm_up_multicast() {
 	return 0
 }
 
-run_pair() { # "spec" mode logfile -> prints result, returns 0 pass / 1 fail / 2 skip
-	local spec=$1 mode=$2 log=$3
+# Debian's rping (rdma-core 44) has an exit race of its own:
+# its event thread goes back to rdma_get_cm_event after the last event
+# while main destroys the channel, and if main wins, the call fails and
+# rping exits 255 after a successful test (with any library; fixed in
+# rdma-core by "rping: Fix spurious failure return codes", July 2025,
+# which gives the thread an eventfd to stop on). Its mark: the client saw
+# its DISCONNECTED event, then rdma_get_cm_event failed, and the server
+# exited 0. run_pair runs such a pair once more (the new run must pass on
+# its own).
+rping_exit_race() { # log from-line server-exit client-exit
+	local out
+	[[ $3 == 0 && $4 == 255 ]] || return 1
+	out=$(tail -n +"$2" "$1")
+	grep -q '^client DISCONNECT EVENT' <<<"$out" && grep -q '^rdma_get_cm_event: ' <<<"$out"
+}
+
+run_pair() { # "spec" mode logfile [again] -> prints result, returns 0 pass / 1 fail / 2 skip
+	local spec=$1 mode=$2 log=$3 again=${4:-}
 	local name sns scmd cns ccmd lib envs miss
 	IFS='|' read -r name sns scmd cns ccmd <<<"$spec"
 	case $mode in
@@ -241,7 +257,8 @@ run_pair() { # "spec" mode logfile -> prints result, returns 0 pass / 1 fail / 2
 		echo "skipped (needs: ${miss% })"
 		return 2
 	fi
-	local start=$SECONDS
+	local start=$SECONDS pair_from
+	pair_from=$(($(wc -l <"$log") + 1))
 	{
 		echo "### $name [$mode]"
 		echo "### server (netns $sns): $scmd"
@@ -298,6 +315,11 @@ run_pair() { # "spec" mode logfile -> prints result, returns 0 pass / 1 fail / 2
 	fi
 	echo "### exit: server $src client $crc ($((SECONDS - start)) s)" >>"$log"
 	if ((crc == 0 && src == 0)); then echo passed; return 0; fi
+	if [[ -z $again && $name == rping* ]] && rping_exit_race "$log" "$pair_from" "$src" "$crc"; then
+		echo "### once more: rping's own exit race (client exit 255 after its DISCONNECTED event, rdma_get_cm_event on the destroyed channel; see rping_exit_race)" >>"$log"
+		run_pair "$spec" "$mode" "$log" again
+		return
+	fi
 	((crc == 124)) && why+="client timed out after ${PAIR_TIMEOUT}s; "
 	echo "failed (${why}server exit $src, client exit $crc)"
 	return 1

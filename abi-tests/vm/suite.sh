@@ -136,7 +136,22 @@ srccompat_unbuilt() { # server-program client-program
 	fi
 }
 
+# One matrix cell: RESULT-VAR LABEL SPEC MODE. A failure's own lines of the
+# log (the programs' output, the bed's notes) are kept for the end of the
+# matrix, so a failing cell in CI shows its cause.
+cell() {
+	local -n _res=$1
+	local from
+	from=$(($(wc -l <"$log") + 1))
+	_res=$(run_pair "$3" "$4" "$log")
+	if [[ $_res == failed* ]]; then
+		FAILED_CELLS+="   --- ${3%%|*} ($2), from $(basename "$log"):"$'\n'
+		FAILED_CELLS+=$(tail -n +"$from" "$log" | tail -n 30 | sed 's/^/      /')$'\n'
+	fi
+}
+
 matrix() {
+	local FAILED_CELLS=""
 	echo "== compatibility matrix: $OURS"
 	local table=$OUT/compat-$KERNEL.md spec name r1 r2
 	{
@@ -151,10 +166,10 @@ matrix() {
 		name=${spec%%|*}
 		r1="skipped (not asked for)" r2="skipped (not asked for)" r3="-"
 		if [[ " $MATRIX_MODES " == *" preload "* ]]; then
-			if over_budget; then r1=$NOT_RUN; else r1=$(run_pair "$spec" "preload:$OURS" "$log"); fi
+			if over_budget; then r1=$NOT_RUN; else cell r1 preload "$spec" "preload:$OURS"; fi
 		fi
 		if [[ " $MATRIX_MODES " == *" libpath "* ]]; then
-			if over_budget; then r2=$NOT_RUN; else r2=$(run_pair "$spec" "libpath:$OURS_DIR" "$log"); fi
+			if over_budget; then r2=$NOT_RUN; else cell r2 libpath "$spec" "libpath:$OURS_DIR"; fi
 		fi
 		IFS='|' read -r sname sns scmd cns ccmd <<<"${SRC_PAIRS[$name]:-$spec}"
 		sprog=${scmd%% *} cprog=${ccmd%% *}
@@ -167,8 +182,8 @@ matrix() {
 			elif over_budget; then
 				r3=$NOT_RUN
 			else
-				r3=$(run_pair "$sname|$sns|$REPO/build/srccompat/$scmd|$cns|$REPO/build/srccompat/$ccmd" \
-					"libpath:$OURS_DIR" "$log")
+				cell r3 "from source" "$sname|$sns|$REPO/build/srccompat/$scmd|$cns|$REPO/build/srccompat/$ccmd" \
+					"libpath:$OURS_DIR"
 			fi
 			count "$r3"
 		fi
@@ -182,6 +197,7 @@ matrix() {
 		count "$r2"
 	done
 	echo "   table: $(basename "$table")"
+	printf '%s' "$FAILED_CELLS"
 }
 
 for p in selfcheck testsd matrix; do
