@@ -19,10 +19,28 @@ use std::sync::OnceLock;
 pub const FILE: &str = "/etc/rdma/rsocket/preload_config";
 const AF_IB: i32 = 27;
 
+/// A program name of a rule (at most 63 bytes), kept without allocating.
+#[derive(Debug, PartialEq, Eq)]
+struct Prog {
+    name: [u8; 63],
+    len: u8,
+}
+
+impl Prog {
+    fn new(w: &[u8]) -> Option<Prog> {
+        let mut name = [0; 63];
+        name.get_mut(..w.len())?.copy_from_slice(w);
+        Some(Prog { name, len: w.len() as u8 })
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.name[..usize::from(self.len)]
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub struct Rule {
     /// None: any program.
-    prog: Option<String>,
+    prog: Option<Prog>,
     /// 0: any.
     domain: i32,
     ty: i32,
@@ -44,23 +62,33 @@ pub struct Config {
 /// The default bound of a fork-mode wait.
 pub const FORK_TIMEOUT_S: u64 = 30;
 
-fn word(w: &str, choices: &[(&[&str], i32)]) -> Option<i32> {
-    if w == "*" {
+/// The most of the configuration file that is read (a larger file is read
+/// up to there).
+const MAX_FILE: usize = 256 * 1024;
+
+fn word(w: &[u8], choices: &[(&[&str], i32)]) -> Option<i32> {
+    if w == b"*" {
         return Some(0);
     }
-    choices.iter().find(|(names, _)| names.iter().any(|n| n.eq_ignore_ascii_case(w))).map(|&(_, v)| v)
+    choices.iter().find(|(names, _)| names.iter().any(|n| n.as_bytes().eq_ignore_ascii_case(w))).map(|&(_, v)| v)
 }
 
 /// The rules of a configuration file's text (bounded: at most 1024 rules,
-/// names of at most 63 bytes).
-pub fn parse(text: &str) -> Vec<Rule> {
+/// names of at most 63 bytes). Allocation failure ends the list where it
+/// is (as upstream's reader stops at a failed allocation), never aborts.
+pub fn parse(text: &[u8]) -> Vec<Rule> {
     let mut rules = Vec::new();
-    for line in text.lines() {
-        if line.starts_with('#') || rules.len() >= 1024 {
+    for line in text.split(|&b| b == b'\n') {
+        if line.starts_with(b"#") || rules.len() >= 1024 {
             continue;
         }
-        let w: Vec<&str> = line.split_whitespace().take(4).collect();
-        if w.len() != 4 || w[0].len() > 63 {
+        let mut w: [&[u8]; 4] = [&[]; 4];
+        let mut n = 0;
+        for (slot, x) in w.iter_mut().zip(line.split(u8::is_ascii_whitespace).filter(|x| !x.is_empty())) {
+            *slot = x;
+            n += 1;
+        }
+        if n != 4 || w[0].len() > 63 {
             continue;
         }
         let domain = word(
@@ -81,10 +109,30 @@ pub fn parse(text: &str) -> Vec<Rule> {
         if rules.try_reserve(1).is_err() {
             break;
         }
-        let prog = (w[0] != "*").then(|| w[0].to_string());
+        let prog = if w[0] == b"*" { None } else { Prog::new(w[0]) };
         rules.push(Rule { prog, domain, ty, protocol });
     }
     rules
+}
+
+/// The configuration file's bytes (at most MAX_FILE), read with fallible
+/// growth; None when it cannot be opened or read, or memory runs out.
+fn read_file(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while buf.len() < MAX_FILE {
+        let n = match f.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n.min(MAX_FILE - buf.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
+        buf.try_reserve(n).ok()?;
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some(buf)
 }
 
 impl Config {
@@ -100,18 +148,30 @@ impl Config {
             (p, _) => p,
         };
         self.rules.iter().any(|r| {
-            r.prog
-                .as_ref()
-                .is_none_or(|p| prog.len() >= p.len() && prog.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes()))
-                && (r.domain == 0 || r.domain == domain)
+            r.prog.as_ref().is_none_or(|p| {
+                prog.len() >= p.bytes().len() && prog.as_bytes()[..p.bytes().len()].eq_ignore_ascii_case(p.bytes())
+            }) && (r.domain == 0 || r.domain == domain)
                 && (r.ty == 0 || r.ty == ty)
                 && (r.protocol == 0 || r.protocol == protocol)
         })
     }
 }
 
-fn env_int(name: &str) -> i32 {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+/// An environment variable's value, read in place (no copy: getenv(3),
+/// as upstream reads them).
+fn env(name: &std::ffi::CStr) -> Option<&'static str> {
+    // SAFETY: getenv returns NULL or a NUL-terminated string of the
+    // environment, which the program does not free while it runs (the
+    // same assumption upstream's getenv calls make).
+    let p = unsafe { libc::getenv(name.as_ptr()) };
+    if p.is_null() {
+        return None;
+    }
+    unsafe { std::ffi::CStr::from_ptr(p) }.to_str().ok()
+}
+
+fn env_int(name: &std::ffi::CStr) -> i32 {
+    env(name).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
 }
 
 /// A number as atoi(3) reads it: leading blanks, a sign, the digits up to
@@ -146,25 +206,42 @@ pub fn fork_timeout_ms(v: Option<&str>) -> u64 {
 /// mode stays off: no move could succeed, and a peer waiting for our
 /// "ready" would wait in vain).
 fn rdma_present() -> bool {
-    std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some())
+    // opendir(3) rather than std's ReadDir: its allocation can fail
+    // without aborting the process (then: no fork mode).
+    // SAFETY: a NUL-terminated path; the stream is closed before return.
+    unsafe {
+        let d = libc::opendir(c"/sys/class/infiniband".as_ptr());
+        if d.is_null() {
+            return false;
+        }
+        let mut found = false;
+        loop {
+            let e = libc::readdir(d);
+            if e.is_null() {
+                break;
+            }
+            let name = std::ffi::CStr::from_ptr((*e).d_name.as_ptr()).to_bytes();
+            if name != b"." && name != b".." {
+                found = true;
+                break;
+            }
+        }
+        libc::closedir(d);
+        found
+    }
 }
 
 /// The configuration, read on first use.
 pub fn get() -> &'static Config {
     static C: OnceLock<Config> = OnceLock::new();
     C.get_or_init(|| Config {
-        rules: std::fs::read_to_string(FILE).map(|t| parse(&t)).unwrap_or_default(),
-        sq_size: env_int("RS_SQ_SIZE"),
-        rq_size: env_int("RS_RQ_SIZE"),
-        inline: env_int("RS_INLINE"),
-        fork: std::env::var("RDMAV_FORK_SAFE").is_ok_and(|v| atoi(&v) != 0) && rdma_present(),
-        fork_timeout_ms: fork_timeout_ms(std::env::var("RSPRELOAD_FORK_TIMEOUT").ok().as_deref()),
+        rules: read_file(FILE).map(|t| parse(&t)).unwrap_or_default(),
+        sq_size: env_int(c"RS_SQ_SIZE"),
+        rq_size: env_int(c"RS_RQ_SIZE"),
+        inline: env_int(c"RS_INLINE"),
+        fork: env(c"RDMAV_FORK_SAFE").is_some_and(|v| atoi(v) != 0) && rdma_present(),
+        fork_timeout_ms: fork_timeout_ms(env(c"RSPRELOAD_FORK_TIMEOUT")),
     })
-}
-
-/// The process's short name (what upstream's rules match).
-pub fn program() -> String {
-    std::fs::read_to_string("/proc/self/comm").map(|s| s.trim_end().to_string()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -174,7 +251,7 @@ mod tests {
     #[test]
     fn rules_as_upstream_reads_them() {
         let rules = parse(
-            "# comment\n\
+            b"# comment\n\
              iperf3 INET STREAM TCP\n\
              redis af_inet6 sock_stream *\n\
              * * DGRAM udp\n\
@@ -193,6 +270,24 @@ mod tests {
         // No rules: everything.
         let all = Config::default();
         assert!(all.intercepts("x", libc::AF_INET, libc::SOCK_STREAM, 0));
+    }
+
+    #[test]
+    fn names_are_bounded_and_the_file_is_read_in_bounds() {
+        let long = [b'a'; 64];
+        let mut text = Vec::new();
+        text.extend_from_slice(&long[..63]);
+        text.extend_from_slice(b" INET STREAM TCP extra words\n");
+        text.extend_from_slice(&long);
+        text.extend_from_slice(b" INET STREAM TCP\n");
+        let rules = parse(&text);
+        assert_eq!(rules.len(), 1);
+        assert_eq!(rules[0].prog.as_ref().map(|p| p.bytes().len()), Some(63));
+        assert_eq!(read_file("/nonexistent/preload_config"), None);
+        let path = std::env::temp_dir().join(format!("rspreload-config-{}", std::process::id()));
+        std::fs::write(&path, vec![b'#'; MAX_FILE + 10]).unwrap();
+        assert_eq!(read_file(path.to_str().unwrap()).map(|b| b.len()), Some(MAX_FILE));
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
