@@ -4,6 +4,8 @@
 #   make test       every test: host checks, then the soft-RoCE VM suite
 #   make demo       boot the soft-RoCE VM and show upstream programs on our library
 #   make bench      instruction counts against Debian's librdmacm (not a test)
+#   make check-asan the library built with AddressSanitizer through the VM suite's
+#                   differential programs, thread test and program matrix (not in make test)
 #   make install    PREFIX=/usr/local LIBDIR=$(PREFIX)/lib INCLUDEDIR=$(PREFIX)/include DESTDIR=
 #   make headers    regenerate include/ with cbindgen
 
@@ -32,7 +34,7 @@ PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR ?=
 
 .DEFAULT_GOAL := all
-.PHONY: all lib headers check-headers test host-test vm-test demo bench install uninstall clean setup-host
+.PHONY: all lib headers check-headers test host-test vm-test demo bench check-asan install uninstall clean setup-host
 
 all: lib $(PRELOAD) $(B)/librdmacm.pc
 
@@ -111,6 +113,9 @@ demo: setup-host all
 
 bench: setup-host all
 	bash abi-tests/bench.sh
+
+check-asan: setup-host all
+	bash abi-tests/asan/check-asan.sh
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/rdma $(DESTDIR)$(INCLUDEDIR)/infiniband $(DESTDIR)$(PKGCONFIGDIR)

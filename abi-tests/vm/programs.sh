@@ -258,7 +258,7 @@ run_pair() { # "spec" mode logfile [again] -> prints result, returns 0 pass / 1 
 		return 2
 	fi
 	local start=$SECONDS pair_from
-	pair_from=$(($(wc -l <"$log") + 1))
+	pair_from=$(($(cat "$log" 2>/dev/null | wc -l) + 1))
 	{
 		echo "### $name [$mode]"
 		echo "### server (netns $sns): $scmd"

@@ -142,7 +142,7 @@ srccompat_unbuilt() { # server-program client-program
 cell() {
 	local -n _res=$1
 	local from
-	from=$(($(wc -l <"$log") + 1))
+	from=$(($(cat "$log" 2>/dev/null | wc -l) + 1))
 	_res=$(run_pair "$3" "$4" "$log")
 	if [[ $_res == failed* ]]; then
 		FAILED_CELLS+="   --- ${3%%|*} ($2), from $(basename "$log"):"$'\n'

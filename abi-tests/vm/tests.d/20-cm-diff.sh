@@ -135,7 +135,21 @@ vg_summary() { # LOG
 	grep -E "definitely lost:|indirectly lost:|ERROR SUMMARY:" "$1" | sed 's/^==[0-9]*== *//; s/ (suppressed.*//' |
 		tr '\n' ';'
 }
-if command -v valgrind >/dev/null; then
+if [ -n "${RDMACM_ASAN:-}" ]; then
+	# Under `make check-asan` (abi-tests/asan/): every process already runs
+	# with AddressSanitizer, which cannot share one with valgrind; the same
+	# allocating paths run plainly, and check-asan reads the sanitizer's logs.
+	t0=$SECONDS
+	timeout -k 5 300 env LD_LIBRARY_PATH="$OURS_DIR" "$B/cm_threads" -t 4 -c 20 -x -T 280 \
+		>"$tmp/asan-threads.out" 2>&1
+	rc=$?
+	echo "# cm_threads -x under AddressSanitizer: $((SECONDS - t0)) s"
+	if ((rc == 0)); then
+		ok "threads -x under AddressSanitizer [ours]"
+	else
+		bad "threads -x under AddressSanitizer [ours] (exit $rc): $(tail -n 5 "$tmp/asan-threads.out" | tr '\n' ';')"
+	fi
+elif command -v valgrind >/dev/null; then
 	VG_T=(-t 4 -c 5 -x -T 280)
 	t0=$SECONDS
 	timeout -k 5 300 env LD_LIBRARY_PATH="$OURS_DIR" "${VG[@]}" --log-file="$tmp/vg-threads.log" \
