@@ -49,7 +49,14 @@ echo "# ours: $(readlink -f "$OURS"); reference: Debian's v44${V65_DIR:+; also u
 
 # The dedicated device for the device-removal case.
 DEVREM=()
-if ip link add cnv0 type veth peer name cnv1 2>/dev/null &&
+if [ -n "${RDMACM_ASAN:-}" ]; then
+	# Under `make check-asan` (abi-tests/asan/) the case is left out: with
+	# every process slowed by the sanitizer, the removal of rxe_cnv during
+	# Debian's run (its library opens every device at start) never
+	# finished on 6.1 (`rdma link delete` stayed blocked, and so did the
+	# next `rdma` and `ps` after it), which stalled the rest of the run.
+	echo "# device-removal left out under AddressSanitizer (see the comment here)"
+elif ip link add cnv0 type veth peer name cnv1 2>/dev/null &&
 	ip addr add 198.18.1.1/24 dev cnv0 && ip link set cnv0 up && ip link set cnv1 up; then
 	DEVREM=(CONN_DEVREM_IP=198.18.1.1 CONN_DEVREM_DEV=rxe_cnv)
 else
