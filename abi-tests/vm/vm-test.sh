@@ -14,7 +14,9 @@
 # build/rsockets-<kernel>.md and build/rsockets-dgram-<kernel>.md, the
 # preload's tables in build/preload-<kernel>.md and
 # build/preload-fork-<kernel>.md. The library under test is build/librdmacm.so.1
-# or $RDMACM_UNDER_TEST. VM_KERNELS="6.1 new" picks the boots.
+# or $RDMACM_UNDER_TEST. VM_KERNELS="6.1 new" picks the boots; VM_SUITE
+# names another guest script in place of suite.sh and VM_OUTDIR another
+# prefix for the output directories (`make check-asan` uses both).
 # Ends with one line "N passed, M failed, K skipped" summed over both boots;
 # exit 1 on any failure, a broken bed or a boot that gave no result.
 set -uo pipefail
@@ -35,12 +37,12 @@ export RDMACM_UNDER_TEST=$ours
 P=0 F=0 K=0 vm_time=0
 for k in ${VM_KERNELS:-6.1 new}; do
 	case $k in 6.1) net=single ;; new) net=pair ;; *) die "unknown kernel tag $k" ;; esac
-	out=build/vm-$k
+	out=${VM_OUTDIR:-build/vm}-$k
 	rm -rf "$out" && mkdir -p "$out"
 	echo "=== kernel $k: $(cat "${VM_CACHE:-.cache/vm}/k-$k/kver"), $net network"
 	start=$SECONDS
 	bash abi-tests/vm/run.sh --kernel "$k" --net "$net" --timeout "${VM_TIMEOUT:-1800}" --out "$REPO/$out" \
-		-- bash abi-tests/vm/suite.sh 2>&1 | tee "$out/console.log"
+		-- bash "${VM_SUITE:-abi-tests/vm/suite.sh}" 2>&1 | tee "$out/console.log"
 	rc=${PIPESTATUS[0]}
 	secs=$((SECONDS - start))
 	vm_time=$((vm_time + secs))
