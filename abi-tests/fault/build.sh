@@ -2,6 +2,8 @@
 # build.sh — build the allocation-failure walk on the host into
 # build/abi-tests/ (the guest runs them from the shared, read-only root):
 #   failmalloc.so   the LD_PRELOAD shim (failmalloc.c)
+#   slowlisten.so   LD_PRELOAD shim: a process's second rdma_listen starts
+#                   late (tests.d/73-perftest-race.sh)
 #   fault_walk      the scenarios and the walk (fault_walk.c), against
 #                   Debian's headers, linked with -lrdmacm (LD_LIBRARY_PATH
 #                   picks the library under test)
@@ -29,4 +31,8 @@ fi
 if newer "$B/server_faults" $F/server_faults.c; then
 	cc -O1 -g -Wall -Wextra -Werror -o "$B/server_faults.tmp" $F/server_faults.c -lrdmacm -libverbs -lpthread
 	mv -f "$B/server_faults.tmp" "$B/server_faults"
+fi
+if newer "$B/slowlisten.so" $F/slowlisten.c; then
+	cc -O1 -g -fPIC -shared -Wall -Wextra -Werror -o "$B/slowlisten.so.tmp" $F/slowlisten.c -ldl
+	mv -f "$B/slowlisten.so.tmp" "$B/slowlisten.so"
 fi
