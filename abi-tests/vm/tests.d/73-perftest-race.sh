@@ -36,7 +36,7 @@ for lib in v44 ours; do
 	env "${env[@]}" LD_PRELOAD="$SHIM" timeout -k 2 60 $SCMD >"$tmp/$lib-server.log" 2>&1 &
 	spid=$!
 	wait_server "$SCMD" "$spid"
-	(env "${env[@]}" timeout -k 2 40 $CCMD) >"$tmp/$lib-client.log" 2>&1
+	(env "${env[@]}" timeout -k 2 40 $CCMD; exit $?) >"$tmp/$lib-client.log" 2>&1
 	crc=$?
 	for ((i = 0; i < 25; i++)); do kill -0 "$spid" 2>/dev/null || break; _nap 0.2; done
 	kill "$spid" 2>/dev/null
