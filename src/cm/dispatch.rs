@@ -43,7 +43,21 @@ pub struct Delivered {
 pub fn get_event(ch: &Channel) -> Result<Delivered> {
     let ev = get_event_owned(ch)?;
     let (event, status, id) = (ev.public.event, ev.public.status, ev.public.id);
-    Ok(Delivered { ptr: events::publish(ev)?, event, status, id })
+    match events::publish(ev) {
+        Ok(ptr) => Ok(Delivered { ptr, event, status, id }),
+        Err(e) => {
+            // A connection request that cannot be handed out is dropped as
+            // the dispatcher drops one for want of memory: its new id is
+            // destroyed (the kernel rejects the peer), so that no id the
+            // caller never saw keeps the connection pending.
+            if event == E::RDMA_CM_EVENT_CONNECT_REQUEST as u32 {
+                if let Ok(child) = id::lookup(id) {
+                    let _ = lifecycle::destroy_id(&child);
+                }
+            }
+            Err(e)
+        }
+    }
 }
 
 /// The next event on a channel, processed but kept by the library (not
