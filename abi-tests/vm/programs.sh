@@ -257,8 +257,7 @@ run_pair() { # "spec" mode logfile [again] -> prints result, returns 0 pass / 1 
 		echo "skipped (needs: ${miss% })"
 		return 2
 	fi
-	local start=$SECONDS pair_from
-	pair_from=$(($(cat "$log" 2>/dev/null | wc -l) + 1))
+	local start=$SECONDS
 	{
 		echo "### $name [$mode]"
 		echo "### server (netns $sns): $scmd"
@@ -281,10 +280,10 @@ run_pair() { # "spec" mode logfile [again] -> prints result, returns 0 pass / 1 
 	# server waits for a connection that never comes (perftest fixed both
 	# in "Fix crashes and logical flaws in RDMA CM connection retry",
 	# December 2025). The pair is run once more from the start.
-	local perftest_race=""
+	local race=""
 	if ((crc != 0)) && [[ $name == ib_* && -z $again ]] &&
 		tail -n +"$from" "$log" | grep -q 'REJECTED; error: 8\b'; then
-		perftest_race=1
+		race="perftest's own race (its second connection came before the server listened: rejected with reason 8)"
 	fi
 	if [[ $name == mckey ]]; then
 		# See MCKEY_SENDERS above: the sender (if it exited 0) goes again
@@ -319,13 +318,11 @@ run_pair() { # "spec" mode logfile [again] -> prints result, returns 0 pass / 1 
 	fi
 	echo "### exit: server $src client $crc ($((SECONDS - start)) s)" >>"$log"
 	if ((crc == 0 && src == 0)); then echo passed; return 0; fi
-	if [ -n "$perftest_race" ]; then
-		echo "### once more: perftest's own race (its second connection came before the server listened: rejected with reason 8; see run_pair)" >>"$log"
-		run_pair "$spec" "$mode" "$log" again
-		return
+	if [[ -z $race && -z $again && $name == rping* ]] && rping_exit_race "$log" "$from" "$src" "$crc"; then
+		race="rping's own exit race (client exit 255 after its DISCONNECTED event, rdma_get_cm_event on the destroyed channel)"
 	fi
-	if [[ -z $again && $name == rping* ]] && rping_exit_race "$log" "$pair_from" "$src" "$crc"; then
-		echo "### once more: rping's own exit race (client exit 255 after its DISCONNECTED event, rdma_get_cm_event on the destroyed channel; see rping_exit_race)" >>"$log"
+	if [ -n "$race" ]; then
+		echo "### once more: $race" >>"$log"
 		run_pair "$spec" "$mode" "$log" again
 		return
 	fi
