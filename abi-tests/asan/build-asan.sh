@@ -23,10 +23,10 @@ mkdir -p build/asan/lib
 T=x86_64-unknown-linux-gnu
 RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" RDMACM_REQUIRE_LAYOUT=1 \
 	cargo +nightly build --release --quiet --target $T --target-dir build/asan/target
-gcc -shared -fsanitize=address -o build/asan/lib/librdmacm.so.1 -Wl,-soname,librdmacm.so.1 \
-	-Wl,--version-script=librdmacm.map -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined \
-	-Wl,--whole-archive build/asan/target/$T/release/librdmacm.a -Wl,--no-whole-archive \
-	-Wl,--no-as-needed -libverbs -Wl,--as-needed -lgcc_s -lpthread -ldl -lc
+# The Makefile's own link rule (version script, soname, links), with the
+# sanitizer's runtime and the staticlib just built.
+make --no-print-directory lib B=build/asan/lib CC="gcc -fsanitize=address" \
+	STATIC=build/asan/target/$T/release/librdmacm.a
 RUSTFLAGS="-Zsanitizer=address" cargo +nightly build --release --quiet --target $T \
 	--manifest-path abi-tests/asan/canary/Cargo.toml --target-dir build/asan/target
 gcc -shared -fsanitize=address -o build/asan/lib/libasancanary.so \
