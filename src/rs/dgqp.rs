@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::sockaddr::RawAddr;
 use crate::verbs;
 use std::io::IoSlice;
+use std::sync::atomic::AtomicBool;
 
 /// Receive work requests have bit 63; both carry their slot index.
 const RECV: u64 = 1 << 63;
@@ -68,6 +69,8 @@ pub struct DgQp {
     id: Shared<Id>,
     qp: *mut ibv_qp,
     pub comp_fd: i32,
+    /// The channel is out of the engine's epoll set (`socket::engine_watch`).
+    pub watch_removed: AtomicBool,
     /// The local address and UDP port the QP stands for.
     pub local: SockAddr,
     /// Our UD data header (what every message we send starts with).
@@ -123,6 +126,7 @@ impl DgQp {
             id: id.clone(),
             qp: std::ptr::null_mut(),
             comp_fd: -1,
+            watch_removed: AtomicBool::new(false),
             local: *local,
             hdr: [0; dgwire::DS_HDR_V6],
             hdr_len: 0,

@@ -37,7 +37,7 @@ use crate::handle::Table;
 use crate::sockaddr::RawAddr;
 use std::collections::{HashMap, VecDeque};
 use std::io::{IoSlice, IoSliceMut};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -144,6 +144,10 @@ struct Resolver {
 
 /// Live datagram sockets by the application's descriptor.
 static DGRAMS: Table<Shared<DgSocket>> = Table::new();
+/// How many entries `DGRAMS` may hold (counted up before an insert, down
+/// after a removal): while zero, a descriptor is known not to be a
+/// datagram socket without a look at the table (every stream call asks).
+static DGRAM_COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Descriptors the engine watches, by number: the socket, and whether it
 /// is the UDP socket (else a QP's completion channel).
 static TOKENS: Table<(Shared<DgSocket>, bool)> = Table::new();
@@ -168,19 +172,6 @@ fn watch(s: &Shared<DgSocket>, fd: i32, udp: bool) -> Result<()> {
         return Err(e);
     }
     Ok(())
-}
-
-/// Enable (`on`) or disable the engine's one-shot watch of a completion
-/// channel.
-fn watch_mod(fd: i32, on: bool) {
-    let ep = socket::engine_epoll();
-    if ep >= 0 && fd >= 0 {
-        let events = if on { socket::WATCH_EVENTS } else { 0 };
-        let mut ev = libc::epoll_event { events, u64: DG_TOKEN | fd as u64 };
-        // SAFETY: the engine's epoll set; a registered descriptor (or one
-        // removed meanwhile: ENOENT, harmless).
-        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_MOD, fd, &mut ev) };
-    }
 }
 
 fn unwatch(fd: i32) {
@@ -220,7 +211,9 @@ pub fn create(ch: &Shared<Channel>, domain: i32, opts: Opts, cloexec: bool) -> R
     })?;
     watch(&s, s.udp.fd(), true)?;
     let fd = s.sig.fd();
+    DGRAM_COUNT.fetch_add(1, Ordering::SeqCst);
     if let Err(e) = DGRAMS.insert(fd as usize, s.clone()) {
+        DGRAM_COUNT.fetch_sub(1, Ordering::SeqCst);
         unwatch(s.udp.fd());
         return Err(e);
     }
@@ -229,12 +222,15 @@ pub fn create(ch: &Shared<Channel>, domain: i32, opts: Opts, cloexec: bool) -> R
 
 /// The datagram socket behind a descriptor, if it is one.
 pub fn lookup(fd: i32) -> Option<Shared<DgSocket>> {
-    (fd >= 0).then(|| DGRAMS.get(fd as usize)).flatten()
+    if fd < 0 || DGRAM_COUNT.load(Ordering::SeqCst) == 0 {
+        return None;
+    }
+    DGRAMS.get(fd as usize)
 }
 
 /// Whether a descriptor is a datagram rsocket.
 pub fn is_dgram(fd: i32) -> bool {
-    fd >= 0 && DGRAMS.with(fd as usize, |s| s.is_some())
+    fd >= 0 && DGRAM_COUNT.load(Ordering::SeqCst) != 0 && DGRAMS.with(fd as usize, |s| s.is_some())
 }
 
 impl DgSocket {
@@ -421,7 +417,7 @@ pub fn hand_over_now() {
 fn watch_on(s: &DgSocket, g: &Inner) {
     s.watching.store(true, Ordering::SeqCst);
     for q in &g.qps {
-        watch_mod(q.comp_fd, true);
+        socket::engine_watch(q.comp_fd, DG_TOKEN | q.comp_fd as u64, true, &q.watch_removed);
     }
 }
 
@@ -430,7 +426,7 @@ fn watch_on(s: &DgSocket, g: &Inner) {
 fn watch_off(s: &DgSocket, g: &Inner) {
     if s.watching.swap(false, Ordering::SeqCst) {
         for q in &g.qps {
-            watch_mod(q.comp_fd, false);
+            socket::engine_watch(q.comp_fd, DG_TOKEN | q.comp_fd as u64, false, &q.watch_removed);
         }
     }
 }
@@ -906,6 +902,7 @@ pub fn name(s: &Shared<DgSocket>, local: bool) -> Result<RawAddr> {
 /// peer); then everything is freed.
 pub fn close(fd: i32) -> Result<()> {
     let s = DGRAMS.remove(fd as usize).ok_or(Error::Errno(libc::EBADF))?;
+    DGRAM_COUNT.fetch_sub(1, Ordering::SeqCst);
     let deadline = Instant::now() + Duration::from_millis(CLOSE_DRAIN_MS);
     loop {
         let mut g = s.lock();

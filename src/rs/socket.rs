@@ -163,13 +163,30 @@ pub fn kick_engine() {
     }
 }
 
-fn epoll_mod(comp_fd: i32, events: u32) {
+/// Enable (`on`) the engine's one-shot watch of a completion channel
+/// again, or disable it. Disabling takes the channel out of the engine's
+/// epoll set (`removed` records that; enabling adds it back): the kernel
+/// gives a registration modified to no events EPOLLERR|EPOLLHUP, which the
+/// completion channel's wake-ups match, so every completion event would wake
+/// the engine's `epoll_wait` for nothing (it finds nothing to report and
+/// sleeps again inside the call) — two context switches per event while an
+/// application thread sleeps on the channel itself. A registration whose
+/// one-shot event fired is truly disabled, and is modified as before.
+pub(crate) fn engine_watch(fd: i32, token: u64, on: bool, removed: &AtomicBool) {
     let ep = ENGINE_EPOLL.load(Ordering::Acquire);
-    if ep >= 0 {
-        let mut ev = libc::epoll_event { events, u64: comp_fd as u64 };
-        // SAFETY: the engine's epoll set; a registered (or already
-        // removed: ENOENT, harmless) descriptor.
-        unsafe { crate::sys::epoll_ctl(ep, libc::EPOLL_CTL_MOD, comp_fd, &mut ev) };
+    if ep < 0 || fd < 0 {
+        return;
+    }
+    if on {
+        let op = if removed.swap(false, Ordering::SeqCst) { libc::EPOLL_CTL_ADD } else { libc::EPOLL_CTL_MOD };
+        let mut ev = libc::epoll_event { events: WATCH_EVENTS, u64: token };
+        // SAFETY: the engine's epoll set; the channel's descriptor, open
+        // while its connection is (a MOD after the channel left the set at
+        // teardown fails with ENOENT, harmless).
+        unsafe { crate::sys::epoll_ctl(ep, op, fd, &mut ev) };
+    } else if !removed.swap(true, Ordering::SeqCst) {
+        // SAFETY: as above.
+        unsafe { crate::sys::epoll_ctl(ep, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
     }
 }
 
@@ -317,7 +334,7 @@ impl RSocket {
             // Recorded before the call: an event the watch delivers at once
             // then disables it after this store.
             self.watching.store(true, Ordering::SeqCst);
-            epoll_mod(c.comp_fd, WATCH_EVENTS);
+            engine_watch(c.comp_fd, c.comp_fd as u64, true, &c.watch_removed);
         }
     }
 
@@ -411,7 +428,7 @@ impl RSocket {
     pub fn watch_off(&self, g: &Inner) {
         if let Some(c) = g.conn.as_ref() {
             if self.watching.swap(false, Ordering::SeqCst) {
-                epoll_mod(c.comp_fd, 0);
+                engine_watch(c.comp_fd, c.comp_fd as u64, false, &c.watch_removed);
             }
         }
     }
@@ -648,6 +665,10 @@ pub fn arm_for_wait(g: &mut Inner, send: bool) -> Option<(i32, bool)> {
         return None;
     }
     let c = g.conn.as_mut()?;
+    if c.event_unread {
+        // The event a sleeper woke for (see `api::sleep`).
+        c.drain_events();
+    }
     let before = c.epoch;
     let fd = c.comp_fd;
     let send = send || c.needs_send_events();

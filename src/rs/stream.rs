@@ -21,6 +21,7 @@ use crate::cmem::Shared;
 use crate::error::{errno, Error, Result};
 use crate::verbs;
 use std::io::{IoSlice, IoSliceMut};
+use std::sync::atomic::AtomicBool;
 
 /// Work request ids: receives have bit 63; sends carry their message
 /// (operation and length) in the low 32 bits.
@@ -135,6 +136,8 @@ pub struct Conn {
     target: Region,
     qp: *mut ibv_qp,
     pub comp_fd: i32,
+    /// The channel is out of the engine's epoll set (`socket::engine_watch`).
+    pub watch_removed: AtomicBool,
     pub flow: Flow,
     /// The peer's target SGL table (length: its entry count) and iomap table
     /// (length: entries); whether structures written there are swapped.
@@ -152,6 +155,9 @@ pub struct Conn {
     /// receives only: send completions matter only while sending waits.
     r_armed: bool,
     s_armed: bool,
+    /// A completion event is waiting on the channel, unread (a sleeper
+    /// woke for it; it is read when the next wait begins).
+    pub event_unread: bool,
     /// Completions taken so far (a waiter sees whether anything moved).
     pub epoch: u64,
     /// Our riomap registrations.
@@ -265,6 +271,7 @@ impl Conn {
             target,
             qp,
             comp_fd,
+            watch_removed: AtomicBool::new(false),
             flow,
             peer_sgl: Sge::default(),
             peer_iomap: Sge::default(),
@@ -276,6 +283,7 @@ impl Conn {
             iomap_size: o.iomap_size,
             r_armed: false,
             s_armed: false,
+            event_unread: false,
             epoch: 0,
             maps: Vec::new(),
         })?;
@@ -609,6 +617,7 @@ impl Conn {
     /// true if there were any. Each armed CQ raises at most one event, so
     /// nothing is read once neither is armed.
     pub fn drain_events(&mut self) -> bool {
+        self.event_unread = false;
         let mut got = false;
         while self.r_armed || self.s_armed {
             let mut cq = std::ptr::null_mut();
