@@ -36,34 +36,26 @@ pub struct Delivered {
 }
 
 /// `rdma_get_cm_event` on a channel: the next event, processed, recorded
-/// as live. The record is allocated before the kernel event is read, so
-/// that an exhausted heap fails the call without losing an event (if
-/// recording it fails afterwards, it is counted as acked: see
-/// `events::publish`).
+/// as live. The record is allocated and its room in the table of live
+/// events reserved before the kernel event is read, so that an exhausted
+/// heap fails the call without losing an event, and nothing can fail
+/// after the read.
 pub fn get_event(ch: &Channel) -> Result<Delivered> {
-    let ev = get_event_owned(ch)?;
+    let ev = Event::new()?;
+    let room = events::reserve(&ev)?;
+    let ev = read_event(ch, ev)?;
     let (event, status, id) = (ev.public.event, ev.public.status, ev.public.id);
-    match events::publish(ev) {
-        Ok(ptr) => Ok(Delivered { ptr, event, status, id }),
-        Err(e) => {
-            // A connection request that cannot be handed out is dropped as
-            // the dispatcher drops one for want of memory: its new id is
-            // destroyed (the kernel rejects the peer), so that no id the
-            // caller never saw keeps the connection pending.
-            if event == E::RDMA_CM_EVENT_CONNECT_REQUEST as u32 {
-                if let Ok(child) = id::lookup(id) {
-                    let _ = lifecycle::destroy_id(&child);
-                }
-            }
-            Err(e)
-        }
-    }
+    Ok(Delivered { ptr: events::publish(ev, room), event, status, id })
 }
 
 /// The next event on a channel, processed but kept by the library (not
 /// handed to C): its owner acks it with `events::done`.
 pub fn get_event_owned(ch: &Channel) -> Result<Box<Event>> {
-    let mut ev = Event::new()?;
+    read_event(ch, Event::new()?)
+}
+
+/// Read the kernel's events on a channel into `ev` until one is delivered.
+fn read_event(ch: &Channel, mut ev: Box<Event>) -> Result<Box<Event>> {
     let mut resp = cmd::EventResp::zeroed();
     loop {
         ucma::get_event(ch.fd(), &mut resp)?;

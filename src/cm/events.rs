@@ -12,7 +12,7 @@ use super::mcast;
 use crate::abi::*;
 use crate::cmem::{self, Shared};
 use crate::error::{Error, Result};
-use crate::handle::Table;
+use crate::handle::{Reservation, Table};
 use crate::ucma::cmd;
 use std::mem::MaybeUninit;
 
@@ -90,16 +90,20 @@ impl Event {
     }
 }
 
-/// Hand a record out: record it as live and return the pointer C gets. On
-/// failure (the table cannot grow) the event is counted as done for its
-/// owner, so that no destroy waits for it.
-pub fn publish(ev: Box<Event>) -> Result<*mut rdma_cm_event> {
+/// Room in the table of live events for `ev`, kept before its kernel
+/// event is read (ENOMEM if the table cannot grow now): recording it
+/// afterwards cannot fail.
+pub fn reserve(ev: &Event) -> Result<Reservation<'static, Box<Event>>> {
+    EVENTS.reserve(Event::key(ev))
+}
+
+/// Hand a record out in the room reserved for it: record it as live and
+/// return the pointer C gets.
+pub fn publish(ev: Box<Event>, room: Reservation<'static, Box<Event>>) -> *mut rdma_cm_event {
     let key = Event::key(&ev);
-    EVENTS.try_insert(key, ev).map_err(|ev| {
-        complete(ev.owner.as_deref(), ev.mc.as_deref());
-        Error::NOMEM
-    })?;
-    Ok(key as *mut rdma_cm_event)
+    debug_assert_eq!(key, room.key());
+    room.insert(ev);
+    key as *mut rdma_cm_event
 }
 
 /// Count one event as done for its owner (and membership).
