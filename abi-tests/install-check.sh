@@ -18,6 +18,7 @@ check "dev link" "[ \"\$(readlink $R/lib64/librdmacm.so)\" = librdmacm.so.1 ]"
 check "headers" "[ -f $R/inc/rdma/rdma_cma.h ] && [ -f $R/inc/rdma/rdma_verbs.h ] && [ -f $R/inc/infiniband/ib.h ]"
 check "preload library" "[ -f $R/lib64/rsocket/librspreload.so ] && [ \"\$(readlink $R/lib64/rsocket/librspreload.so.1)\" = librspreload.so ] && [ \"\$(readlink $R/lib64/rsocket/librspreload.so.1.0.0)\" = librspreload.so ]"
 check "rsocket.h" "[ -f $R/inc/rdma/rsocket.h ]"
+check "rdma_cma_abi.h" "[ -f $R/inc/rdma/rdma_cma_abi.h ] && cmp -s include/rdma/rdma_cma_abi.h $R/inc/rdma/rdma_cma_abi.h"
 pc=$R/lib64/pkgconfig/librdmacm.pc
 check "pkg-config file" "[ -f $pc ]"
 check "pkg-config version" "[ \"\$(PKG_CONFIG_PATH=$R/lib64/pkgconfig pkg-config --modversion librdmacm)\" = 1.${so#librdmacm.so.1.} ]"
@@ -25,6 +26,7 @@ check "pkg-config libs" "PKG_CONFIG_PATH=$R/lib64/pkgconfig pkg-config --libs li
 check "Requires.private" "grep -q '^Requires.private: libibverbs' $pc"
 cat >"$d/t.c" <<'C'
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_cma_abi.h>
 #include <rdma/rdma_verbs.h>
 #include <stdio.h>
 int main(int argc, char **argv)
