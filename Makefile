@@ -7,7 +7,11 @@
 #   make check-asan the library built with AddressSanitizer through the VM suite's
 #                   differential programs, thread test and program matrix (not in make test)
 #   make install    PREFIX=/usr/local LIBDIR=$(PREFIX)/lib INCLUDEDIR=$(PREFIX)/include DESTDIR=
+#                   (INSTALL_STATIC=1 also installs the static library librdmacm.a)
+#   make deb        Debian packages librdmacm1 and librdmacm-dev in build/deb/ (debian/rules binary)
 #   make headers    regenerate include/ with cbindgen
+#   make man        manual pages into build/man (man/*.rst through rst2man; installed by
+#                   make install into MANDIR=$(PREFIX)/share/man)
 
 SHELL := /bin/bash
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -31,10 +35,12 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
+INSTALL_STATIC ?= 0
 
 .DEFAULT_GOAL := all
-.PHONY: all lib headers check-headers test host-test vm-test demo bench check-asan install uninstall clean setup-host
+.PHONY: deb all lib headers check-headers test host-test vm-test demo bench check-asan install uninstall clean setup-host man
 
 all: lib $(PRELOAD) $(B)/librdmacm.pc
 
@@ -85,15 +91,26 @@ headers:
 	cbindgen --quiet --config cbindgen.toml --crate rdmacm-rs --output include/rdma/rdma_cma.h
 	cbindgen --quiet --config cbindgen-ib.toml --crate rdmacm-rs --output include/infiniband/ib.h
 	cbindgen --quiet --config cbindgen-rsocket.toml --crate rdmacm-rs --output include/rdma/rsocket.h
+	cbindgen --quiet --config cbindgen-abi.toml --crate rdmacm-rs --output include/rdma/rdma_cma_abi.h
 
 check-headers:
 	@mkdir -p $(B)/headers
 	cbindgen --quiet --config cbindgen.toml --crate rdmacm-rs --output $(B)/headers/rdma_cma.h
 	cbindgen --quiet --config cbindgen-ib.toml --crate rdmacm-rs --output $(B)/headers/ib.h
 	cbindgen --quiet --config cbindgen-rsocket.toml --crate rdmacm-rs --output $(B)/headers/rsocket.h
+	cbindgen --quiet --config cbindgen-abi.toml --crate rdmacm-rs --output $(B)/headers/rdma_cma_abi.h
 	diff -u include/rdma/rdma_cma.h $(B)/headers/rdma_cma.h
 	diff -u include/infiniband/ib.h $(B)/headers/ib.h
 	diff -u include/rdma/rsocket.h $(B)/headers/rsocket.h
+	diff -u include/rdma/rdma_cma_abi.h $(B)/headers/rdma_cma_abi.h
+
+# Manual pages (rst2man: python3-docutils); not part of `all`.
+man:
+	bash man/build.sh $(B)/man
+
+# Every page and alias page, as installed (for uninstall).
+MAN_PAGES = $(patsubst man/%.rst,%,$(wildcard man/*.rst)) \
+	$(shell sed -n 's/^\([A-Za-z0-9_]*\.[0-9][a-z]*\)[[:space:]].*/\1/p' man/aliases 2>/dev/null)
 
 setup-host:
 	bash abi-tests/setup-host.sh
@@ -117,7 +134,7 @@ bench: setup-host all
 check-asan: setup-host all
 	bash abi-tests/asan/check-asan.sh
 
-install: all
+install: all man
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/rdma $(DESTDIR)$(INCLUDEDIR)/infiniband $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 0755 $(LIB) $(DESTDIR)$(LIBDIR)/$(SOFILE)
 	install -d $(DESTDIR)$(LIBDIR)/rsocket
@@ -127,20 +144,35 @@ install: all
 	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 	install -m 0644 include/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h
+	install -m 0644 include/rdma/rdma_cma_abi.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma_abi.h
 	install -m 0644 include/rdma/rdma_verbs.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_verbs.h
 	install -m 0644 include/rdma/rsocket.h $(DESTDIR)$(INCLUDEDIR)/rdma/rsocket.h
 	install -m 0644 include/infiniband/ib.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h
 	$(PC_SED) > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
+	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	install -m 0644 $(B)/man/man3/* $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 $(B)/man/man7/* $(DESTDIR)$(MANDIR)/man7/
+	if [ "$(INSTALL_STATIC)" = 1 ]; then install -m 0644 $(STATIC) $(DESTDIR)$(LIBDIR)/librdmacm.a; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SOFILE) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so \
 		$(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_verbs.h \
-		$(DESTDIR)$(INCLUDEDIR)/rdma/rsocket.h \
+		$(DESTDIR)$(INCLUDEDIR)/rdma/rsocket.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma_abi.h \
 		$(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc \
 		$(DESTDIR)$(LIBDIR)/rsocket/librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1 \
 		$(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
+	rm -f $(foreach p,$(MAN_PAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(p))
+
+# Debian's tooling (debhelper) on this tree; packages replace Debian's
+# librdmacm1 and librdmacm-dev (debian/control, README "Installing the packages").
+deb: setup-host
+	rm -rf $(B)/deb debian/tmp debian/librdmacm1 debian/librdmacm-dev
+	mkdir -p $(B)/deb
+	debian/rules binary
 
 clean:
 	rm -rf $(B) target
+	rm -rf debian/.debhelper debian/tmp debian/librdmacm1 debian/librdmacm-dev debian/files \
+		debian/*.substvars debian/*.debhelper.log debian/debhelper-build-stamp

@@ -49,9 +49,12 @@ step layers python3 abi-tests/layers.py
 step unit cargo test --quiet --workspace
 step headers make --no-print-directory check-headers
 step layout bash abi-tests/layout/check.sh
+step abi-header bash abi-tests/layout/abi-check.sh
 step verbs-header bash abi-tests/layout/verbs-check.sh
 step symbols bash abi-tests/symbols.sh
 step install bash abi-tests/install-check.sh
+step man bash abi-tests/man-check.sh
+step package bash abi-tests/package/check.sh
 step preload bash abi-tests/preload-check.sh
 if [ -x abi-tests/gai/run-diff.sh ] || [ -f abi-tests/gai/run-diff.sh ]; then
 	step gai-diff bash abi-tests/gai/run-diff.sh

@@ -43,8 +43,9 @@ refresh=0
 # Top-level modules the bed needs; dependencies come from modprobe.
 # crc32_generic: rdma_rxe asks the crypto API for "crc32" (soft dependency;
 # built in on newer kernels). The list's text is stored with each kernel, so
-# changing it here refetches the kernels.
-MODULES="virtio_pci 9pnet_virtio 9p dummy veth crc32_generic rdma_rxe rdma_ucm"
+# changing it here refetches the kernels. overlay: the package test's throwaway
+# root (tests.d/80-package.sh).
+MODULES="virtio_pci 9pnet_virtio 9p dummy veth crc32_generic rdma_rxe rdma_ucm overlay"
 
 # --- 1. host packages --------------------------------------------------------
 pkgs=(qemu-system-x86 busybox-static kmod cpio xz-utils zstd gzip iproute2 binutils procps

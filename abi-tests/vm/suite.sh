@@ -27,7 +27,7 @@
 #     (default "preload libpath srccompat") can leave a column out.
 # SUITE_PARTS (default "selfcheck testsd matrix") picks the parts to run.
 # Logs go to $VM_OUT (programs-KERNEL.log, TEST-KERNEL.log). Past
-# SUITE_BUDGET seconds (default 1500) the remaining items are not run and
+# SUITE_BUDGET seconds (default 1650) the remaining items are not run and
 # count as failed. Ends with exactly one line "N passed, M failed, K skipped";
 # exit 1 on any failure.
 set -uo pipefail
@@ -39,7 +39,7 @@ OURS=${RDMACM_UNDER_TEST:-$REPO/build/librdmacm.so.1}
 case $OURS in /*) ;; *) OURS=$REPO/$OURS ;; esac
 OURS_DIR=$(dirname "$OURS")
 TESTD_TIMEOUT=${TESTD_TIMEOUT:-300}
-SUITE_BUDGET=${SUITE_BUDGET:-1500}
+SUITE_BUDGET=${SUITE_BUDGET:-1650}
 MATRIX_MODES=${MATRIX_MODES:-preload libpath srccompat}
 SUITE_PARTS=${SUITE_PARTS:-selfcheck testsd matrix}
 part() { [[ " $SUITE_PARTS " == *" $1 "* ]]; }
