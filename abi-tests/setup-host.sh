@@ -6,8 +6,9 @@ set -euo pipefail
 pkgs=(build-essential pkg-config cbindgen valgrind util-linux
       librdmacm1 librdmacm-dev libibverbs1 libibverbs-dev ibverbs-providers rdma-core python3-docutils mandoc man-db)
 # make deb (debhelper, lintian) and its guest test (tests.d/80-package.sh:
-# a libfabric binary whose librdmacm must resolve to the installed one).
-pkgs+=(debhelper lintian libfabric-bin)
+# a libfabric binary whose librdmacm must resolve to the installed one), and
+# the third-party clients of abi-tests/vm/clients.sh (tests.d/80, 81).
+pkgs+=(debhelper lintian libfabric-bin ucx-utils qperf fio)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -60,6 +60,7 @@ for k in ${VM_KERNELS:-6.1 new}; do
 	cp "$out/rsockets-dgram-$k.md" "build/rsockets-dgram-$k.md" 2>/dev/null
 	cp "$out/preload-$k.md" "build/preload-$k.md" 2>/dev/null
 	cp "$out/preload-fork-$k.md" "build/preload-fork-$k.md" 2>/dev/null
+	cp "$out/clients-$k.md" "build/clients-$k.md" 2>/dev/null
 	echo "=== kernel $k: exit $rc, $p passed, $f failed, $s skipped ($secs s)"
 done
 echo "=== VM time: $vm_time s"

@@ -10,8 +10,10 @@
 #    of librdmacm1 is still installed; the others would install without
 #    touching librdmacm1 (apt-get -s);
 #  - ldd of rping, ib_send_bw and fi_info (libfabric) resolves librdmacm.so.1 to ours;
-#  - every pair of the program matrix (programs.sh) passes on the installed
-#    library, and rstream passes through the installed preload library;
+#  - every pair of the program matrix (programs.sh) and every third-party
+#    client pair (clients.sh: libfabric, UCX, qperf, fio; each first with
+#    Debian's library, before the install) passes on the installed library,
+#    and rstream passes through the installed preload library;
 #  - a program built with `pkg-config --cflags --libs librdmacm`, and one
 #    linked statically with `pkg-config --static`, runs; man finds the pages;
 #  - reinstalling Debian's packages (.cache/debs) goes back: Debian's file,
@@ -59,6 +61,14 @@ before=$(status librdmacm1)
 RDEPS="rdmacm-utils perftest python3-pyverbs libfabric1 libucx0 qperf fio librpma0 libiscsi7 tgt libdapl2 qemu-system-x86 librados2 ceph-osd"
 declare -A had=()
 for p in $RDEPS; do [[ $(status "$p") == "ii "* ]] && had[$p]=1; done
+
+# Third-party clients (abi-tests/vm/clients.sh) with Debian's library
+# first: the baseline for the same pairs on the installed packages below.
+source abi-tests/vm/clients.sh
+declare -A client_base=()
+for spec in "${CLIENTS[@]}"; do
+	client_base[${spec%%|*}]=$(run_client "$spec" "" "$tmp/clients.log")
+done
 
 # --- install ours, as a user would
 if apt-get install -y -q --no-install-recommends "$lib_deb" "$dev_deb" >"$tmp/apt-install.log" 2>&1; then
@@ -122,6 +132,15 @@ for spec in "${PAIRS[@]}"; do
 	r=$(run_pair "$spec" system "$log")
 	case $r in passed) ok "installed: ${spec%%|*}" ;; skipped*) skp "installed: ${spec%%|*}: $r" ;;
 	*) bad "installed: ${spec%%|*}: $r"; tail -n 15 "$log" | sed 's/^/     /' ;; esac
+done
+for spec in "${CLIENTS[@]}"; do
+	name=${spec%%|*}
+	if [ "${client_base[$name]}" != passed ]; then
+		skp "installed: $name: fails with Debian's own library (${client_base[$name]}): not counted"
+		continue
+	fi
+	r=$(run_client "$spec" "" "$tmp/clients.log")
+	[ "$r" = passed ] && ok "installed: $name (passes with Debian's library too)" || bad "installed: $name: $r"
 done
 # The installed preload library under an unmodified socket program.
 pre=$LIBDIR/rsocket/librspreload.so

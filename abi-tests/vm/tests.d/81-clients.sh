@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# 81-clients.sh — (guest side) third-party programs over librdmacm
+# (abi-tests/vm/clients.sh: libfabric's verbs provider with fi_pingpong
+# over IPv4, IPv6 and ofi_rxm; UCX's io_demo over its rdmacm connection
+# manager; qperf -cm1 rc_bw/rc_lat/rc_rdma_write_bw/rc_rdma_read_lat; fio's
+# rdma ioengine with the write and read verbs): each pair first with
+# Debian's library (the bed's baseline), then with ours through LD_PRELOAD
+# and through LD_LIBRARY_PATH. A pair that fails with Debian's own library
+# is reported as such and its cells for ours are skipped, not counted. The
+# installed packages run the same pairs in tests.d/80-package.sh (6.1).
+# The table goes to $OUT/clients-$KERNEL.md. Kernel 7.3 only (the suite's
+# time budget; 6.1 runs the package test).
+# suite-timeout: 600
+set -uo pipefail
+source "$(dirname "$0")/../testlib.sh"
+EMPTY_EXIT=0
+OURS=${RDMACM_UNDER_TEST:-$PWD/build/librdmacm.so.1}
+if [[ $KERNEL == 6.1* ]]; then
+	skp "third-party clients run on the newer kernel only (time budget; 6.1 runs them on the installed packages)"
+	finish
+fi
+if [ ! -e "$OURS" ]; then
+	skp "library not built ($OURS)"
+	finish
+fi
+work_dir clients keep
+source abi-tests/vm/clients.sh
+log=$tmp/clients.log
+table=$OUT/clients-$KERNEL.md
+{
+	echo "Third-party clients on kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC') ($OURS)"
+	echo
+	echo "| client | Debian's librdmacm | rdmacm-rs via LD_PRELOAD | rdmacm-rs via LD_LIBRARY_PATH |"
+	echo "|---|---|---|---|"
+} >"$table"
+for spec in "${CLIENTS[@]}"; do
+	name=${spec%%|*}
+	base=$(run_client "$spec" "" "$log")
+	if [ "$base" != passed ]; then
+		skp "$name: fails with Debian's own library ($base): not counted for ours"
+		echo "| $name | $base | not run | not run |" >>"$table"
+		continue
+	fi
+	row="| $name | passed"
+	for mode in "LD_PRELOAD=$OURS" "LD_LIBRARY_PATH=$(dirname "$OURS")"; do
+		r=$(run_client "$spec" "$mode" "$log")
+		if [ "$r" = passed ]; then
+			ok "$name with ${mode%%=*}=ours"
+		else
+			bad "$name with ${mode%%=*}=ours: $r"
+			grep -n "### $name \[$mode\]" "$log" | tail -n1 | cut -d: -f1 |
+				while read -r n; do tail -n +"$n" "$log" | head -n 30 | sed 's/^/     /'; done
+		fi
+		row+=" | $r"
+	done
+	echo "$row |" >>"$table"
+done
+cat "$table"
+finish
