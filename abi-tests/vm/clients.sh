@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # clients.sh — (guest side) third-party programs that use librdmacm, as
 # server/client pairs on the soft-RoCE bed: libfabric's verbs provider
-# (fi_pingpong), UCX over its rdmacm connection manager (io_demo), qperf
+# (fi_info, fi_pingpong), UCX over its rdmacm connection manager (io_demo), qperf
 # with -cm1, fio's rdma ioengine. Sourced by tests.d/81-clients.sh and
 # tests.d/80-package.sh; defines CLIENTS and
 #   run_client SPEC ENV-ASSIGNMENT|"" LOG   one pair; prints "passed" or
 #                                          "failed (<why>)"; returns 0/1
 # A spec: name | server command | client command | daemon (the server
 # serves for ever: stopped once the client is done; only the client counts)
-# or "once" (the server exits by itself: both exit codes count) | a pattern
+# or "once" (the server exits by itself: both exit codes count) or "alone"
+# (no server: the server command is "-") | a pattern
 # (grep -E) the client's output must show: its result (fio exits 0 when
 # its engine failed; its summary then lacks the I/O). Commands may start
 # with VAR=value words (the programs' own settings on this bed).
@@ -23,6 +24,7 @@
 # (the server's receives are not posted in time under emulation).
 UCX_ENV="UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_TLS=rc_verbs UCX_IB_ASYNC_EVENTS=n"
 CLIENTS=(
+	"fi_info -p verbs|-|fi_info -p verbs|alone|^provider: verbs"
 	"fi_pingpong msg|fi_pingpong -p verbs -e msg -I 100 -S 4096|fi_pingpong -p verbs -e msg -I 100 -S 4096 192.0.2.1|once|^4k +100 "
 	"fi_pingpong msg IPv6|fi_pingpong -6 -p verbs -e msg -I 100 -S 4096|fi_pingpong -6 -p verbs -e msg -I 100 -S 4096 fd00::1|once|^4k +100 "
 	"fi_pingpong rxm rdm|FI_UNIVERSE_SIZE=16 fi_pingpong -p verbs;ofi_rxm -e rdm -I 100 -S 4096|FI_UNIVERSE_SIZE=16 fi_pingpong -p verbs;ofi_rxm -e rdm -I 100 -S 4096 192.0.2.1|once|^4k +100 "
@@ -37,16 +39,20 @@ run_client() { # spec env log
 	local spec=$1 libenv=$2 log=$3 name scmd ccmd kind expect spid src crc from start=$SECONDS why=""
 	IFS='|' read -r name scmd ccmd kind expect <<<"$spec"
 	{ echo "### $name [${libenv:-system}]"; echo "### server: $scmd"; } >>"$log"
-	# shellcheck disable=SC2086 # the commands are word lists
-	timeout -k 2 "$CLIENT_TIMEOUT" env $libenv $scmd >>"$log" 2>&1 &
-	spid=$!
-	sleep 2 # the server's listener (fi_pingpong and qperf listen on TCP first)
+	if [ "$kind" != alone ]; then
+		# shellcheck disable=SC2086 # the commands are word lists
+		timeout -k 2 "$CLIENT_TIMEOUT" env $libenv $scmd >>"$log" 2>&1 &
+		spid=$!
+		sleep 2 # the server's listener (fi_pingpong and qperf listen on TCP first)
+	fi
 	echo "### client: $ccmd" >>"$log"
 	from=$(($(wc -l <"$log") + 1))
 	# shellcheck disable=SC2086
 	timeout -k 2 "$CLIENT_TIMEOUT" env $libenv $ccmd >>"$log" 2>&1
 	crc=$?
-	if [ "$kind" = daemon ]; then
+	if [ "$kind" = alone ]; then
+		src=0
+	elif [ "$kind" = daemon ]; then
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 		src=0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 81-clients.sh — (guest side) third-party programs over librdmacm
-# (abi-tests/vm/clients.sh: libfabric's verbs provider with fi_pingpong
+# (abi-tests/vm/clients.sh: libfabric's verbs provider with fi_info and fi_pingpong
 # over IPv4, IPv6 and ofi_rxm; UCX's io_demo over its rdmacm connection
 # manager; qperf -cm1 rc_bw/rc_lat/rc_rdma_write_bw/rc_rdma_read_lat; fio's
 # rdma ioengine with the write and read verbs): each pair first with
