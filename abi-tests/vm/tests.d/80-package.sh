@@ -58,7 +58,7 @@ export DEBIAN_FRONTEND=noninteractive
 status() { dpkg-query -W -f='${db:Status-Abbrev}${Version}' "$1" 2>/dev/null; }
 before=$(status librdmacm1)
 [ "$before" = "ii $DEBV" ] && ok "before: Debian's librdmacm1 $DEBV installed" || bad "before: librdmacm1 is '$before'"
-RDEPS="rdmacm-utils perftest python3-pyverbs libfabric1 libucx0 qperf fio librpma0 libiscsi7 tgt libdapl2 qemu-system-x86 librados2 ceph-osd"
+RDEPS=$(grep -v '^#' abi-tests/package/reverse-deps)
 declare -A had=()
 for p in $RDEPS; do [[ $(status "$p") == "ii "* ]] && had[$p]=1; done
 
