@@ -13,6 +13,9 @@
 #   ok MSG...    "ok   MSG", one more passed
 #   bad MSG...   "FAIL MSG", one more failed
 #   skp MSG...   "SKIP MSG", one more skipped
+#   snmp FIELD   a Tcp counter of /proc/net/snmp (ActiveOpens, OutSegs, ...)
+#   tcp_opens    TCP connections the kernel opened so far (both directions)
+#   rxe_pkts     packets rxe0 has sent (proof that data went over RDMA)
 #   work_dir NAME [keep]   a fresh directory /tmp/NAME.XXXXXX in $tmp, removed
 #                by finish; with `keep`, finish first copies it to
 #                $OUT/NAME-$KERNEL (the logs and results of the run)
@@ -65,6 +68,12 @@ preload_problems() {
 		END { if (rec != "" && keep) print rec }
 	' "$1"
 }
+
+snmp() { # Tcp field name -> value
+	awk -v f="$1" '/^Tcp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == f) c = i; h = 1 } else { print $c; exit } }' /proc/net/snmp
+}
+tcp_opens() { echo $(($(snmp ActiveOpens) + $(snmp PassiveOpens))); }
+rxe_pkts() { cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts 2>/dev/null || echo 0; }
 
 work_dir() { # NAME [keep]
 	tmp=$(mktemp -d "/tmp/$1.XXXXXX")

@@ -41,8 +41,6 @@ stack_env() { # ours-ours|deb-ours|deb-deb -> environment assignments
 	esac
 }
 
-tcp_opens() { awk '/^Tcp:/ { if (h) { print $6 + $7; exit } h = 1 }' /proc/net/snmp; }
-rxe_pkts() { cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts 2>/dev/null || echo 0; }
 
 # Until something listens on PORT (an rsocket shows in `rdma res`, a TCP
 # socket in ss), at most 10 s, or PID is gone.

@@ -68,11 +68,6 @@ stack_env() { # stack -> environment assignments
 	esac
 }
 
-snmp() { # Tcp field name -> value
-	awk -v f="$1" '/^Tcp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == f) c = i; h = 1 } else { print $c; exit } }' /proc/net/snmp
-}
-tcp_opens() { echo $(($(snmp ActiveOpens) + $(snmp PassiveOpens))); }
-rxe_pkts() { cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts 2>/dev/null || echo 0; }
 
 # Until a TCP listener on PORT shows (at most 10 s) or PID is gone.
 wait_tcp_listen() { # port pid

@@ -143,12 +143,20 @@ for spec in "${CLIENTS[@]}"; do
 	[ "$r" = passed ] && ok "installed: $name (passes with Debian's library too)" || bad "installed: $name: $r"
 done
 # The installed preload library under an unmodified socket program.
+# Proof that RDMA carried it, as tests.d/65 asks: no TCP connection
+# opened meanwhile, and rxe0 sent a packet per 4 KiB at least.
 pre=$LIBDIR/rsocket/librspreload.so
+t0=$(tcp_opens) p0=$(rxe_pkts)
 timeout 30 env LD_PRELOAD=$pre rstream -T s -T v -b 192.0.2.1 -p 7479 -C 100 -S 65536 >"$tmp/rs-srv.log" 2>&1 &
 srv=$!
 sleep 2
 if timeout 30 env LD_PRELOAD=$pre rstream -T s -T v -s 192.0.2.1 -p 7479 -C 100 -S 65536 >"$tmp/rs-cli.log" 2>&1 && wait $srv; then
-	ok "rstream -T s through the installed $pre"
+	opens=$(($(tcp_opens) - t0)) pk=$(($(rxe_pkts) - p0))
+	if ((opens == 0 && pk >= 2 * 100 * 65536 / 4096)); then
+		ok "rstream -T s through the installed $pre: over RDMA ($pk rxe0 packets, no TCP connection)"
+	else
+		bad "rstream -T s through the installed preload: $opens TCP connection ends opened, $pk rxe0 packets"
+	fi
 else
 	bad "rstream through the installed preload: $(tail -n 3 "$tmp/rs-cli.log" "$tmp/rs-srv.log" | tr '\n' ' ')"
 fi
