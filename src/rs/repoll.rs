@@ -220,6 +220,8 @@ pub fn wait(epfd: i32, out: &mut [libc::epoll_event], timeout: i32) -> Result<us
         }
         // Only rsockets that were not ready after all: wait on.
         wait_ms = match deadline {
+            // A poll (timeout 0) is one pass, whatever it found.
+            None if timeout == 0 => return Ok(0),
             None => timeout,
             Some(d) => {
                 let left = d.saturating_duration_since(Instant::now());
