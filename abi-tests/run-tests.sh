@@ -57,6 +57,7 @@ step man bash abi-tests/man-check.sh
 step package bash abi-tests/package/check.sh
 step preload bash abi-tests/preload-check.sh
 step rsocket-examples bash abi-tests/srccompat/rsocket-examples.sh
+step clients-src bash abi-tests/srccompat/clients.sh
 if [ -x abi-tests/gai/run-diff.sh ] || [ -f abi-tests/gai/run-diff.sh ]; then
 	step gai-diff bash abi-tests/gai/run-diff.sh
 	step gai-leak bash abi-tests/gai/leak.sh

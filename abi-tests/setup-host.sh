@@ -9,6 +9,8 @@ pkgs=(build-essential pkg-config cbindgen valgrind util-linux
 # a libfabric binary whose librdmacm must resolve to the installed one), and
 # the third-party clients of abi-tests/vm/clients.sh (tests.d/80, 81).
 pkgs+=(debhelper lintian libfabric-bin ucx-utils qperf fio)
+# Their sources rebuilt against our headers (abi-tests/srccompat/clients.sh).
+pkgs+=(dpkg-dev autoconf automake libtool zlib1g-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
