@@ -9,12 +9,14 @@
 #   UCX     its rdmacm connection manager (src/uct/ib/rdmacm, the code that
 #           includes rdma/rdma_cma.h), configured as Debian does and
 #           compiled to objects (the rest of UCX does not use librdmacm);
-#   libfabric its verbs provider, when this bed's mirror serves the source.
+#   libfabric built whole with its verbs and rxm providers and installed
+#           under build/clients-src/inst (Debian 12's 1.17 source when the
+#           mirror serves it; here it does not, and trixie's 2.1 is used).
 # For each: the compiler's dependency lists must show that every librdmacm
 # header read (rdma/rdma_cma.h, rdma_cma_abi.h, rdma_verbs.h, rsocket.h,
 # infiniband/ib.h) came from include/ and none from the system, and every
 # rdma_* / r* function the objects call must be exported by our library.
-# The two programs are left in build/clients-src/bin for the guest
+# The programs are left in build/clients-src/{bin,inst/bin} for the guest
 # (tests.d/81-clients.sh runs them on Debian's library and on ours).
 # Sources are downloaded once into .cache/client-src (apt-get source with a
 # private deb-src list; nothing on the host's apt configuration changes).
@@ -149,7 +151,7 @@ if d=$(fetch ucx libucx0); then
 	m=src/uct/ib/rdmacm
 	if (cd "$d" && ./autogen.sh && ./configure CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" --enable-mt --with-verbs \
 		--disable-backtrace-detail --disable-logging --enable-devel-headers --with-rdmacm --without-java --without-go &&
-		grep -q 'UCT modules:.*rdmacm' config.log -s || grep -q 'rdmacm' "$m/Makefile" &&
+		grep -qE 'UCT modules: .* rdmacm ' config.log &&
 		objs=$(sed -n '/^am_libuct_rdmacm_la_OBJECTS/,/^$/p' "$m/Makefile" | grep -oE '[A-Za-z0-9_.-]+\.lo') &&
 		make -C "$m" $objs) >"$log" 2>&1; then
 		check_deps "UCX rdmacm cm" "$d/$m"/.deps/*.Plo
@@ -161,17 +163,52 @@ else
 	bad "UCX: no source"
 fi
 
-# --- libfabric: the verbs provider, if the source can be had here.
+# --- libfabric: Debian 12's source if the mirror serves it; otherwise the
+# upstream tarball of Debian 13's package (apt checks it against trixie's
+# Sources index). Built whole with the verbs and rxm providers and
+# installed under build/clients-src/inst (its programs find that
+# libfabric by their run path, librdmacm the usual way).
+lf_from=""
 if d=$(fetch libfabric libfabric1 2>"$OUT/libfabric-why"); then
+	lf_from="Debian 12's source package"
+else
+	why=$(tail -n1 "$OUT/libfabric-why")
+	T=$C/apt-trixie
+	mkdir -p "$T/lists/partial" "$T/cache/archives/partial" "$C/dl-trixie"
+	echo "deb-src http://deb.debian.org/debian trixie main" >"$T/sources.list"
+	TAPT=(apt-get -q -o "Dir::Etc::sourcelist=$T/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$T/lists"
+		-o "Dir::Cache=$T/cache" -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+	tarball=$(ls "$C"/dl-trixie/libfabric_*.orig.tar.* 2>/dev/null | head -n1)
+	if [ -z "$tarball" ]; then
+		"${TAPT[@]}" update >"$OUT/apt-trixie.log" 2>&1 &&
+			(cd "$C/dl-trixie" && "${TAPT[@]}" source --download-only --tar-only libfabric) >>"$OUT/apt-trixie.log" 2>&1
+		tarball=$(ls "$C"/dl-trixie/libfabric_*.orig.tar.* 2>/dev/null | head -n1)
+	fi
+	d=""
+	if [ -n "$tarball" ]; then
+		mkdir -p "$OUT/src/libfabric" && tar -xf "$tarball" -C "$OUT/src/libfabric" --strip-components=1 && d=$OUT/src/libfabric
+		lf_from="$(basename "$tarball") (Debian 13's; Debian 12's is not served here: ${why#*: })"
+	fi
+fi
+if [ -n "$d" ]; then
 	log=$OUT/libfabric-build.log
-	if (cd "$d" && { [ -x configure ] || ./autogen.sh; } && ./configure CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" --enable-verbs=yes &&
-		make -j2 V=1 src/libfabric.la) >"$log" 2>&1; then
+	if (cd "$d" && { [ -x configure ] || ./autogen.sh; } &&
+		./configure --prefix="$OUT/inst" CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" --enable-only --enable-verbs=yes --enable-rxm=yes &&
+		grep -q 'verbs provider: include in libfabric' config.log &&
+		make -j2 V=1 LDFLAGS="$TRACE" && make install) >"$log" 2>&1; then
+		echo "     libfabric from $lf_from"
 		check_deps "libfabric verbs provider" "$d"/prov/verbs/src/.deps/*.Plo
-		check_syms "libfabric verbs provider" "$d"/prov/verbs/src/.libs/*.o
+		check_syms "libfabric verbs provider" "$d"/prov/verbs/src/.libs/*.o "$d"/prov/verbs/src/*.o
+		linked_to_ours "libfabric" "$log"
+		if readelf -d "$OUT/inst/bin/fi_pingpong" | grep -qE "R(UN)?PATH.*$OUT/inst/lib"; then
+			ok "libfabric: fi_pingpong and fi_info installed in build/clients-src/inst, finding that libfabric by their run path"
+		else
+			bad "libfabric: $OUT/inst/bin/fi_pingpong has no run path to its libfabric"
+		fi
 	else
-		bad "libfabric's verbs provider does not compile against our headers: $(grep -m1 -E 'error' "$log")"
+		bad "libfabric's verbs provider does not build against our headers: $(grep -m1 -E 'error' "$log")"
 	fi
 else
-	skp "libfabric: Debian's source package cannot be had on this machine ($(tail -n1 "$OUT/libfabric-why")); its verbs provider runs on our library in the guest, but is not compiled against our headers here"
+	bad "libfabric: no source (${why:-})"
 fi
 finish

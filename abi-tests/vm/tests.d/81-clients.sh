@@ -3,8 +3,8 @@
 # (abi-tests/vm/clients.sh: libfabric's verbs provider with fi_info and fi_pingpong
 # over IPv4, IPv6 and ofi_rxm; UCX's io_demo over its rdmacm connection
 # manager; qperf -cm1 rc_bw/rc_lat/rc_rdma_write_bw/rc_rdma_read_lat; fio's
-# rdma ioengine with the write and read verbs; qperf and fio once more as
-# rebuilt from source against our headers): each pair first with
+# rdma ioengine with the write and read verbs; libfabric, qperf and fio once
+# more as rebuilt from source against our headers): each pair first with
 # Debian's library (the bed's baseline), then with ours through LD_PRELOAD
 # and through LD_LIBRARY_PATH. A pair that fails with Debian's own library
 # is reported as such and its cells for ours are skipped, not counted. The
@@ -37,13 +37,18 @@ table=$OUT/clients-$KERNEL.md
 # The same pairs with qperf and fio rebuilt from Debian's source against
 # our headers and library (abi-tests/srccompat/clients.sh, a host step):
 # on Debian's library too, as their headers are meant to be the same ABI.
-B=$PWD/build/clients-src/bin
+B=$PWD/build/clients-src
 REBUILT=()
 for spec in "${CLIENTS[@]}"; do
 	IFS='|' read -r name scmd ccmd kind expect <<<"$spec"
-	case $name in qperf*) prog=qperf ;; fio*) prog=fio ;; *) continue ;; esac
-	[ -x "$B/$prog" ] || { skp "$name: $B/$prog not built (abi-tests/srccompat/clients.sh)"; continue; }
-	REBUILT+=("$name, built against our headers|${scmd/#$prog/$B/$prog}|${ccmd/#$prog/$B/$prog}|$kind|$expect")
+	case $name in
+	qperf* | fio*) prog=${name%% *} dir=$B/bin ;;
+	fi_*) prog=${name%% *} dir=$B/inst/bin ;; # libfabric, with its own libfabric.so
+	*) continue ;;
+	esac
+	[ -x "$dir/$prog" ] || { skp "$name: $dir/$prog not built (abi-tests/srccompat/clients.sh)"; continue; }
+	sub() { sed -E "s#(^| )$prog( |\$)#\1$dir/$prog\2#" <<<"$1"; }
+	REBUILT+=("$name, built against our headers|$(sub "$scmd")|$(sub "$ccmd")|$kind|$expect")
 done
 for spec in "${CLIENTS[@]}" "${REBUILT[@]}"; do
 	name=${spec%%|*}
