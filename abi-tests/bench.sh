@@ -29,7 +29,7 @@ per_call() { # lib mode
 	echo $(((b - a) / (N2 - N1)))
 }
 printf '%-10s %14s %14s %8s\n' lookup "Debian v44" rdmacm-rs ratio
-for mode in active passive; do
+for mode in active passive passive-any active6 passive6; do
 	u=$(per_call "$DEB" $mode)
 	o=$(per_call "$OURS" $mode)
 	printf '%-10s %14s %14s %8s\n' "$mode" "$u instr" "$o instr" "$(awk -v o="$o" -v u="$u" 'BEGIN { printf "%.2fx", o / u }')"

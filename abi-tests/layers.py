@@ -33,6 +33,7 @@ ORDER = [
     "ucma",
     "verbs",
     "addr::numeric",
+    "addr::wildcard",
     "addr::model",
     "addr::acm",
     "addr::sa",

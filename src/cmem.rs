@@ -30,8 +30,16 @@ pub fn malloc(n: usize) -> Result<NonNull<u8>> {
 /// One zeroed `T` from `calloc` (for C structs whose all-zero pattern is
 /// valid), ENOMEM on failure.
 pub fn calloc1<T>() -> Result<NonNull<T>> {
-    // SAFETY: plain zeroed allocation.
-    NonNull::new(unsafe { libc::calloc(1, std::mem::size_of::<T>().max(1)) } as *mut T).ok_or(Error::NOMEM)
+    // malloc and zero rather than calloc: glibc's calloc bypasses its
+    // per-thread cache, so the small blocks made and freed on every
+    // rdma_getaddrinfo would take its slow path each time.
+    let n = std::mem::size_of::<T>().max(1);
+    // (black_box: otherwise the compiler turns malloc + zeroing back
+    // into calloc.)
+    let p = std::hint::black_box(malloc(n)?);
+    // SAFETY: p has room for n bytes.
+    unsafe { std::ptr::write_bytes(p.as_ptr(), 0, n) };
+    Ok(p.cast())
 }
 
 /// A `malloc` copy of `items`.

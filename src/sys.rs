@@ -60,6 +60,22 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     ret(unsafe { libc::syscall(libc::SYS_socket, domain, ty, protocol) })
 }
 
+/// connect(2).
+///
+/// # Safety
+/// `addr` points to `len` readable bytes.
+pub unsafe fn connect(fd: c_int, addr: *const libc::sockaddr, len: libc::socklen_t) -> c_int {
+    // SAFETY: as the caller promises.
+    ret(unsafe { libc::syscall(libc::SYS_connect, fd, addr, len) })
+}
+
+/// close(2).
+pub fn close(fd: c_int) -> c_int {
+    // SAFETY: a system call without pointers (closing a descriptor the
+    // caller owns).
+    ret(unsafe { libc::syscall(libc::SYS_close, fd) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

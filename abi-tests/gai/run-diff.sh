@@ -199,8 +199,48 @@ if [ "$mode" = fake ]; then
 	done
 fi
 
-checks="diff + errno"
-[ "$mode" = fake ] && checks="diff + errno + no-device"
+# 4. A gai.conf that changes glibc's order (fake sysfs, whole corpus; a
+#    private mount namespace shows the file to these runs only): the
+#    passive lookups with no node, which ours answers itself only under
+#    glibc's built-in tables (src/addr/wildcard.rs), must follow glibc.
+#    "label ::/0 1" gives :: and ::1 one label, so :: comes first.
+gaiconf=""
+if [ "$mode" = fake ] && ((${#sel[@]} == 0)) && ((!self)); then
+	if [ -e /etc/gai.conf ] && unshare -m true 2>/dev/null; then
+		printf '# run-diff.sh: the wildcard lookups put :: first\nlabel ::/0 1\n' >"$tmp/gai.conf"
+		nonode=(f-passive-nonode f-passive-nonode-v6 f-passive-nonode-ud passive-xrc-tcp passive-rc-udp src-hint-passive-nonode)
+		for c in ref libpath preload; do
+			# shellcheck disable=SC2086
+			unshare -m bash -c 'mount --bind "$1" /etc/gai.conf && shift && exec "$@"' _ "$tmp/gai.conf" \
+				bash "$GAI/fakesysfs.sh" env -u LD_LIBRARY_PATH -u LD_PRELOAD ${ENV[$c]} "$PROG" "${nonode[@]}" \
+				>"$tmp/gaiconf-$c.out" 2>&1
+		done
+		# The file must have changed glibc's answer, or the check proves nothing.
+		default_ref=$(wrap ${ENV[ref]} "$PROG" f-passive-nonode 2>&1)
+		if [ "$default_ref" = "$(grep -A3 '^case f-passive-nonode:' "$tmp/gaiconf-ref.out" | head -n "$(wc -l <<<"$default_ref")")" ]; then
+			echo "FAIL gai.conf: the reference's wildcard answer did not change under 'label ::/0 1' (check broken)"
+			fail=$((fail + 1))
+		else
+			for m in libpath preload; do
+				if cmp -s "$tmp/gaiconf-ref.out" "$tmp/gaiconf-$m.out"; then
+					echo "ok   gai.conf [$m]: the ${#nonode[@]} wildcard lookups follow glibc's configured order (:: first)"
+					pass=$((pass + 1))
+				else
+					echo "FAIL gai.conf [$m]: the wildcard lookups differ from the reference's under a gai.conf"
+					diff "$tmp/gaiconf-ref.out" "$tmp/gaiconf-$m.out" | head -n 10
+					fail=$((fail + 1))
+				fi
+			done
+		fi
+		gaiconf=" + gai.conf"
+	else
+		echo "NOTE: no /etc/gai.conf or no private mount namespace here: the gai.conf check is skipped"
+		skipped=$((skipped + 1))
+	fi
+fi
+
+checks="diff + errno$gaiconf"
+[ "$mode" = fake ] && checks="diff + errno + no-device$gaiconf"
 echo "rdma_getaddrinfo corpus: ${#NAMES[@]} cases x ${#MODES[@]} modes ($checks, $mode sysfs)$( ((self)) && echo ", HARNESS CHECK: Debian vs Debian")"
 if ((skipped)); then
 	echo "$pass passed, $fail failed, $skipped skipped"

@@ -6,6 +6,7 @@
 
 use super::model::{gai_request, in6_to_ib, AddrInfo, Hints, EAI_ADDRFAMILY};
 use super::numeric;
+use super::wildcard;
 use super::{acm, sa};
 use crate::abi::*;
 use crate::cmem::{self, MStr};
@@ -124,8 +125,18 @@ fn to_rai(h: &Hints, r: FirstResult) -> Result<AddrInfo> {
 /// What glibc would answer first for a numeric literal, computed without
 /// glibc (see [`numeric`]); only with hints, as explained there.
 fn numeric_answer(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Option<numeric::Answer> {
-    let n = node.filter(|_| h.given())?;
-    numeric::resolve(n.to_bytes(), service.map(CStr::to_bytes), &gai_request(h))
+    if !h.given() {
+        return None;
+    }
+    match node {
+        Some(n) => numeric::resolve(n.to_bytes(), service.map(CStr::to_bytes), &gai_request(h)),
+        // The wildcard of a passive query (not for an AF_IB conversion,
+        // whose family glibc is not asked for).
+        None if h.flags() & RAI_PASSIVE != 0 && h.family() != AF_IB => {
+            wildcard::resolve(service.map(CStr::to_bytes), &gai_request(h))
+        }
+        None => None,
+    }
 }
 
 /// The node/service part of the query: the numeric answer, or glibc.
@@ -325,12 +336,20 @@ pub unsafe fn free_list(mut p: *mut rdma_addrinfo) {
         unsafe {
             let n = &*p;
             let next = n.ai_next;
-            cmem::free(n.ai_connect);
-            cmem::free(n.ai_route);
-            cmem::free(n.ai_src_canonname);
-            cmem::free(n.ai_dst_canonname);
-            cmem::free(n.ai_src_addr);
-            cmem::free(n.ai_dst_addr);
+            // (NULL members skipped: free(NULL) is a call for nothing.)
+            let members: [*mut c_void; 6] = [
+                n.ai_connect,
+                n.ai_route,
+                n.ai_src_canonname.cast(),
+                n.ai_dst_canonname.cast(),
+                n.ai_src_addr.cast(),
+                n.ai_dst_addr.cast(),
+            ];
+            for m in members {
+                if !m.is_null() {
+                    cmem::free(m);
+                }
+            }
             cmem::free(p);
             p = next;
         }

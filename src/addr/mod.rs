@@ -2,7 +2,7 @@
 //! numeric fast path, ibacm, the subnet administrator).
 //!
 //! Files, bottom to top (each uses only the ones before it): `numeric`
-//! (literals without glibc), `model` (the safe query and result types),
+//! (literals without glibc), `wildcard` (the passive lookup with no node), `model` (the safe query and result types),
 //! `acm` (ibacm client), `sa` (`RAI_SA`), `getaddrinfo` (the query and the
 //! C list).
 
@@ -11,3 +11,4 @@ pub mod getaddrinfo;
 pub mod model;
 pub mod numeric;
 pub mod sa;
+pub mod wildcard;
