@@ -104,6 +104,7 @@ static HEX: [u8; 256] = {
 /// with a dotted IPv4 tail and scope suffixes, which the caller leaves to
 /// the general parser. Where it answers it agrees with that parser and
 /// with glibc (tested below against std's).
+#[inline]
 pub fn parse_ipv6(s: &[u8]) -> Option<[u8; 16]> {
     let mut groups = [0u16; 8];
     let mut count = 0usize;

@@ -31,10 +31,16 @@ static INIT_LOCK: Mutex<Option<i64>> = Mutex::new(None);
 /// the next call (a device may appear), the ABI version is read once. It
 /// does *not* load libibverbs' providers: device presence is read from
 /// sysfs, with the rules libibverbs applies.
+#[inline]
 pub fn init() -> Result<()> {
     if READY.load(Ordering::Acquire) {
         return Ok(());
     }
+    init_slow()
+}
+
+#[cold]
+fn init_slow() -> Result<()> {
     let mut abi = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if READY.load(Ordering::Acquire) {
         return Ok(());
