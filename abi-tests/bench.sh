@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench.sh — `make bench` (then the CM core, cmtime and rsockets in the
-# soft-RoCE guest): user-space instructions per rdma_getaddrinfo +
+# bench.sh — `make bench` (then the CM core, cmtime, whole programs and
+# rsockets in the soft-RoCE guest): user-space instructions per rdma_getaddrinfo +
 # rdma_freeaddrinfo pair (numeric active and passive lookups), ours and
 # Debian's librdmacm measured in the same run with callgrind, and the ratio.
 # Startup cost is cancelled by counting two loop lengths and subtracting.
@@ -47,6 +47,12 @@ echo "CM core per operation, then cmtime's steps (soft-RoCE guest, one boot):"
 bash abi-tests/vm/run.sh --kernel 6.1 --timeout 900 -- \
 	bash -c 'bash abi-tests/bench/cm-bench-guest.sh; echo; bash abi-tests/bench/cmtime-bench-guest.sh;
 		echo; CONNS=1000 ROUNDS=3 bash abi-tests/bench/cmtime-bench-guest.sh' |
+	grep -v 'reboot: Power down'
+
+# Whole programs, exec to exit, in another boot (kernel 6.1).
+echo
+echo "Whole programs (soft-RoCE guest):"
+bash abi-tests/vm/run.sh --kernel 6.1 --timeout 1500 -- bash -c 'ROUNDS=5 bash abi-tests/bench/programs-bench-guest.sh' |
 	grep -v 'reboot: Power down'
 
 # rsockets, in another boot of the guest (kernel 6.1).

@@ -317,11 +317,39 @@ int main(int argc, char **argv)
 			return 1;
 		create = sym(h, "librdmacm.so.1", "rdma_create_id");
 		destroy = sym(h, "librdmacm.so.1", "rdma_destroy_id");
+		int (*bind)(struct rdma_cm_id *, struct sockaddr *);
+
+		bind = sym(h, "librdmacm.so.1", "rdma_bind_addr");
 		t0 = now_us();
 		if (create(NULL, &id, NULL, RDMA_PS_TCP))
 			return 1;
 		printf("first_create_id %.1f\n", now_us() - t0);
+		/* the first bind to the device's address (where a library that
+		 * opens devices lazily pays for it) */
+		t0 = now_us();
+		if (bind(id, (struct sockaddr *)&src))
+			return 1;
+		printf("first_bind %.1f\n", now_us() - t0);
 		destroy(id);
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "first-gai")) {
+		int (*gai)(const char *, const char *, const struct rdma_addrinfo *, struct rdma_addrinfo **);
+		void (*gai_free)(struct rdma_addrinfo *);
+		struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP }, *res;
+		double t0;
+		void *h = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_GLOBAL);
+
+		if (!h)
+			return 1;
+		gai = sym(h, "librdmacm.so.1", "rdma_getaddrinfo");
+		gai_free = sym(h, "librdmacm.so.1", "rdma_freeaddrinfo");
+		/* a server's first call: the passive lookup with no node */
+		t0 = now_us();
+		if (gai(NULL, "7471", &hints, &res))
+			return 1;
+		printf("first_getaddrinfo %.1f\n", now_us() - t0);
+		gai_free(res);
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "cycle")) {
