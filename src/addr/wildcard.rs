@@ -63,23 +63,79 @@ fn default_tables() -> bool {
     }
     let plain = match id {
         None => true,
-        Some(_) => match std::fs::read("/etc/gai.conf") {
-            Ok(text) => !has_directive(&text),
-            Err(_) => false,
-        },
+        Some(_) => read_plain().unwrap_or(false),
     };
     *cached = Some((id, plain));
     plain
 }
 
-/// Whether a gai.conf text holds a directive (any line that is not blank
-/// or a `#` comment: `label`, `precedence`, `scopev4`, `reload`, or
-/// something glibc would reject, which is left to glibc too).
+/// Read gai.conf through a fixed buffer (no allocation on this path):
+/// whether it holds no directive; `None` if it cannot be read.
+fn read_plain() -> Option<bool> {
+    // SAFETY: a valid path; the descriptor is ours and closed below.
+    let fd = unsafe { libc::open(GAI_CONF.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    let mut scan = Scan::Start;
+    let mut buf = [0u8; 1024];
+    let r = loop {
+        // SAFETY: buf has room for buf.len() bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            if crate::error::errno() == libc::EINTR {
+                continue;
+            }
+            break None;
+        }
+        if n == 0 {
+            break Some(true);
+        }
+        if scan.feed(&buf[..n as usize]) {
+            break Some(false);
+        }
+    };
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    r
+}
+
+/// Where a reading of gai.conf stands: looking for a line's first
+/// non-blank byte, or inside a `#` comment.
+#[derive(Clone, Copy, PartialEq)]
+enum Scan {
+    Start,
+    Comment,
+}
+
+impl Scan {
+    /// Feed the next bytes; true once a directive shows (any line that is
+    /// not blank or a `#` comment: `label`, `precedence`, `scopev4`,
+    /// `reload`, or something glibc would reject, which is left to glibc
+    /// too).
+    fn feed(&mut self, bytes: &[u8]) -> bool {
+        for &c in bytes {
+            match (*self, c) {
+                (_, b'\n') => *self = Scan::Start,
+                (Scan::Comment, _) => {}
+                (Scan::Start, b'#') => *self = Scan::Comment,
+                (Scan::Start, c) if c.is_ascii_whitespace() => {}
+                (Scan::Start, _) => return true,
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
 fn has_directive(text: &[u8]) -> bool {
-    text.split(|&c| c == b'\n').any(|line| {
-        let line = line.iter().position(|&c| !c.is_ascii_whitespace()).map_or(&[][..], |i| &line[i..]);
-        !line.is_empty() && line[0] != b'#'
-    })
+    // Whole, and a byte at a time (lines split across reads).
+    let mut w = Scan::Start;
+    let whole = w.feed(text);
+    let mut s = Scan::Start;
+    let bytewise = text.chunks(1).any(|b| s.feed(b));
+    assert_eq!(whole, bytewise);
+    whole
 }
 
 /// Whether IPv4 is usable as glibc's ordering probes it: a UDP socket
@@ -142,6 +198,8 @@ mod tests {
         assert!(has_directive(b"#x\nprecedence ::ffff:0:0/96 100\n"));
         assert!(has_directive(b"  label ::1/128 0"));
         assert!(has_directive(b"reload yes\n"));
+        assert!(has_directive(b"# a comment\n   # another\n\n\tscopev4 ::ffff:169.254.0.0/112  2\n"));
+        assert!(!has_directive(b"#no newline at the end"));
     }
 
     /// glibc's own first answer, for comparison.
