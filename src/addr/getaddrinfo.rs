@@ -336,20 +336,12 @@ pub unsafe fn free_list(mut p: *mut rdma_addrinfo) {
         unsafe {
             let n = &*p;
             let next = n.ai_next;
-            // (NULL members skipped: free(NULL) is a call for nothing.)
-            let members: [*mut c_void; 6] = [
-                n.ai_connect,
-                n.ai_route,
-                n.ai_src_canonname.cast(),
-                n.ai_dst_canonname.cast(),
-                n.ai_src_addr.cast(),
-                n.ai_dst_addr.cast(),
-            ];
-            for m in members {
-                if !m.is_null() {
-                    cmem::free(m);
-                }
-            }
+            cmem::free(n.ai_connect);
+            cmem::free(n.ai_route);
+            cmem::free(n.ai_src_canonname);
+            cmem::free(n.ai_dst_canonname);
+            cmem::free(n.ai_src_addr);
+            cmem::free(n.ai_dst_addr);
             cmem::free(p);
             p = next;
         }
