@@ -222,27 +222,22 @@ pub fn resolve(node: &[u8], service: Option<&[u8]>, req: &GaiRequest) -> Option<
         sin.sin_addr.s_addr = u32::from_ne_bytes(v4);
         return Some(Answer { socktype, protocol, addr: NumAddr::V4(sin) });
     }
-    {
-        let v6 = match parse_ipv6(node) {
-            Some(octets) => Some(octets),
-            None if node.contains(&b':') => {
-                std::str::from_utf8(node).ok().and_then(|t| t.parse::<Ipv6Addr>().ok()).map(|a| a.octets())
-            }
-            None => None,
-        };
-        if let Some(v6) = v6 {
-            if req.family != 0 && req.family != libc::AF_INET6 {
-                return None;
-            }
-            // SAFETY: as above.
-            let mut sin6: sockaddr_in6 = unsafe { std::mem::zeroed() };
-            sin6.sin6_family = libc::AF_INET6 as u16;
-            sin6.sin6_port = port;
-            sin6.sin6_addr.s6_addr = v6;
-            return Some(Answer { socktype, protocol, addr: NumAddr::V6(sin6) });
+    let v6 = match parse_ipv6(node) {
+        Some(octets) => octets,
+        None if node.contains(&b':') => {
+            std::str::from_utf8(node).ok().and_then(|t| t.parse::<Ipv6Addr>().ok()).map(|a| a.octets())?
         }
+        None => return None,
+    };
+    if req.family != 0 && req.family != libc::AF_INET6 {
+        return None;
     }
-    None
+    // SAFETY: as above.
+    let mut sin6: sockaddr_in6 = unsafe { std::mem::zeroed() };
+    sin6.sin6_family = libc::AF_INET6 as u16;
+    sin6.sin6_port = port;
+    sin6.sin6_addr.s6_addr = v6;
+    Some(Answer { socktype, protocol, addr: NumAddr::V6(sin6) })
 }
 
 #[cfg(test)]

@@ -55,17 +55,19 @@ fn default_tables() -> bool {
             return false;
         }
     };
-    let mut cached = CONF.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((seen, plain)) = *cached {
+    let conf = || CONF.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((seen, plain)) = *conf() {
         if seen == id {
             return plain;
         }
     }
+    // Read with the lock released (a file read is a system call that may
+    // wait); a concurrent reader stores the same answer.
     let plain = match id {
         None => true,
         Some(_) => read_plain().unwrap_or(false),
     };
-    *cached = Some((id, plain));
+    *conf() = Some((id, plain));
     plain
 }
 
