@@ -87,6 +87,19 @@ static void *sym(void *h, const char *lib, const char *name)
 	return p;
 }
 
+/* The library the dynamic linker would give a program (librdmacm.so.1,
+ * ours when preloaded), opened once. */
+static void *linked(void)
+{
+	static void *h;
+
+	if (!h && !(h = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_GLOBAL))) {
+		fprintf(stderr, "librdmacm.so.1: %s\n", dlerror());
+		exit(1);
+	}
+	return h;
+}
+
 static void load_from(struct lib *l, void *h, const char *path, int n)
 {
 	l->name = path;
@@ -305,21 +318,13 @@ int main(int argc, char **argv)
 	inet_pton(AF_INET, "192.0.2.1", &dst.sin_addr);
 	dst.sin_port = htons(7471);
 	if (argc == 2 && !strcmp(argv[1], "first")) {
-		int (*create)(struct rdma_event_channel *, struct rdma_cm_id **, void *, enum rdma_port_space);
-		int (*destroy)(struct rdma_cm_id *);
+		int (*create)(struct rdma_event_channel *, struct rdma_cm_id **, void *, enum rdma_port_space) =
+			sym(linked(), "librdmacm.so.1", "rdma_create_id");
+		int (*bind)(struct rdma_cm_id *, struct sockaddr *) = sym(linked(), "librdmacm.so.1", "rdma_bind_addr");
+		int (*destroy)(struct rdma_cm_id *) = sym(linked(), "librdmacm.so.1", "rdma_destroy_id");
 		struct rdma_cm_id *id;
 		double t0;
 
-		/* the library the dynamic linker would give a program */
-		void *h = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_GLOBAL);
-
-		if (!h)
-			return 1;
-		create = sym(h, "librdmacm.so.1", "rdma_create_id");
-		destroy = sym(h, "librdmacm.so.1", "rdma_destroy_id");
-		int (*bind)(struct rdma_cm_id *, struct sockaddr *);
-
-		bind = sym(h, "librdmacm.so.1", "rdma_bind_addr");
 		t0 = now_us();
 		if (create(NULL, &id, NULL, RDMA_PS_TCP))
 			return 1;
@@ -334,16 +339,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 2 && !strcmp(argv[1], "first-gai")) {
-		int (*gai)(const char *, const char *, const struct rdma_addrinfo *, struct rdma_addrinfo **);
-		void (*gai_free)(struct rdma_addrinfo *);
+		int (*gai)(const char *, const char *, const struct rdma_addrinfo *, struct rdma_addrinfo **) =
+			sym(linked(), "librdmacm.so.1", "rdma_getaddrinfo");
+		void (*gai_free)(struct rdma_addrinfo *) = sym(linked(), "librdmacm.so.1", "rdma_freeaddrinfo");
 		struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP }, *res;
 		double t0;
-		void *h = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_GLOBAL);
 
-		if (!h)
-			return 1;
-		gai = sym(h, "librdmacm.so.1", "rdma_getaddrinfo");
-		gai_free = sym(h, "librdmacm.so.1", "rdma_freeaddrinfo");
 		/* a server's first call: the passive lookup with no node */
 		t0 = now_us();
 		if (gai(NULL, "7471", &hints, &res))
@@ -353,12 +354,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "cycle")) {
-		void *h = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_GLOBAL);
-
-		if (!h)
-			return 1;
 		n = atoi(argv[2]);
-		load_from(&libs[0], h, "librdmacm.so.1", n);
+		load_from(&libs[0], linked(), "librdmacm.so.1", n);
 		for (s = 0; s < 5; s++)
 			for (i = 0; i < n; i++)
 				if (lib_step(&libs[0], s, i))

@@ -39,6 +39,7 @@ table=$OUT/clients-$KERNEL.md
 # on Debian's library too, as their headers are meant to be the same ABI.
 B=$PWD/build/clients-src
 REBUILT=()
+sub() { sed -E "s#(^| )$prog( |\$)#\1$dir/$prog\2#" <<<"$1"; } # the program's word -> its rebuilt path
 for spec in "${CLIENTS[@]}"; do
 	IFS='|' read -r name scmd ccmd kind expect <<<"$spec"
 	case $name in
@@ -47,7 +48,6 @@ for spec in "${CLIENTS[@]}"; do
 	*) continue ;;
 	esac
 	[ -x "$dir/$prog" ] || { skp "$name: $dir/$prog not built (abi-tests/srccompat/clients.sh)"; continue; }
-	sub() { sed -E "s#(^| )$prog( |\$)#\1$dir/$prog\2#" <<<"$1"; }
 	REBUILT+=("$name, built against our headers|$(sub "$scmd")|$(sub "$ccmd")|$kind|$expect")
 done
 for spec in "${CLIENTS[@]}" "${REBUILT[@]}"; do
