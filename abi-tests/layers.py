@@ -26,6 +26,7 @@ ORDER = [
     "abi",
     "error",
     "sys",
+    "slab",
     "cmem",
     "sockaddr",
     "handle",

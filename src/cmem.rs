@@ -14,6 +14,7 @@
 //!   memory that another call is still using.
 
 use crate::error::{Error, Result};
+use crate::slab::Slab;
 use std::alloc::{alloc, dealloc, Layout};
 use std::ffi::CStr;
 use std::marker::PhantomData;
@@ -208,6 +209,68 @@ pub fn spawn<F: FnOnce() + Send + 'static>(name: &CStr, f: F) -> Result<()> {
     }
 }
 
+/// A value set at most once and then read without a lock (std's `OnceLock`
+/// runs a closure through its `Once` state machine on every set).
+pub struct SetOnce<T> {
+    /// EMPTY, then BUSY while the one setter writes, then SET.
+    state: std::sync::atomic::AtomicU8,
+    value: std::cell::UnsafeCell<std::mem::MaybeUninit<T>>,
+}
+
+const ONCE_EMPTY: u8 = 0;
+const ONCE_BUSY: u8 = 1;
+const ONCE_SET: u8 = 2;
+
+// SAFETY: as OnceLock: the value is shared between threads once set, and
+// may be set from any of them.
+unsafe impl<T: Send + Sync> Sync for SetOnce<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for SetOnce<T> {}
+
+impl<T> SetOnce<T> {
+    pub const fn new() -> Self {
+        SetOnce {
+            state: std::sync::atomic::AtomicU8::new(ONCE_EMPTY),
+            value: std::cell::UnsafeCell::new(std::mem::MaybeUninit::uninit()),
+        }
+    }
+
+    /// The value, once set (None while unset or being set).
+    pub fn get(&self) -> Option<&T> {
+        // SAFETY: SET is stored (Release) after the value was written, and
+        // the value never changes afterwards.
+        (self.state.load(Ordering::Acquire) == ONCE_SET).then(|| unsafe { (*self.value.get()).assume_init_ref() })
+    }
+
+    /// Set the value; hands it back if it was set (or is being set)
+    /// already.
+    pub fn set(&self, v: T) -> std::result::Result<(), T> {
+        if self.state.compare_exchange(ONCE_EMPTY, ONCE_BUSY, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return Err(v);
+        }
+        // SAFETY: the only setter (the exchange above); no reader looks
+        // at the value before SET.
+        unsafe { (*self.value.get()).write(v) };
+        self.state.store(ONCE_SET, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl<T> Default for SetOnce<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Drop for SetOnce<T> {
+    fn drop(&mut self) {
+        if *self.state.get_mut() == ONCE_SET {
+            // SAFETY: set, and dropped once.
+            unsafe { self.value.get_mut().assume_init_drop() };
+        }
+    }
+}
+
 /// A shared, reference-counted owner whose construction can fail (std's
 /// `Arc::new` aborts the process when the heap is exhausted).
 ///
@@ -223,6 +286,8 @@ pub struct Shared<T> {
 struct Inner<T> {
     value: T,
     refs: AtomicUsize,
+    /// The pool the block is a slot of (None: the global allocator).
+    pool: Option<&'static Slab>,
 }
 
 // SAFETY: like Arc: the value is shared between threads, so it must be
@@ -239,7 +304,7 @@ impl<T> Shared<T> {
         let p = unsafe { alloc(layout) } as *mut Inner<T>;
         let Some(ptr) = NonNull::new(p) else { return Err(Error::NOMEM) };
         // SAFETY: a fresh allocation of Inner<T>'s layout.
-        unsafe { p.write(Inner { value, refs: AtomicUsize::new(1) }) };
+        unsafe { p.write(Inner { value, refs: AtomicUsize::new(1), pool: None }) };
         Ok(Shared { ptr, _owns: PhantomData })
     }
 
@@ -256,8 +321,94 @@ impl<T> Shared<T> {
         unsafe {
             init(std::ptr::addr_of_mut!((*p).value));
             std::ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(1));
+            std::ptr::addr_of_mut!((*p).pool).write(None);
         }
         Ok(Shared { ptr, _owns: PhantomData })
+    }
+
+    /// The layout of an owner's block: the slot size of a pool of them.
+    pub const LAYOUT: Layout = Layout::new::<Inner<T>>();
+
+    /// Prepares a pool slot for owners' blocks: a count of 0 (no value).
+    ///
+    /// # Safety
+    /// `p` has room for a block of [`LAYOUT`](Self::LAYOUT).
+    pub unsafe fn init_slot(p: *mut u8) {
+        // SAFETY: as the caller promises.
+        unsafe { std::ptr::addr_of_mut!((*(p as *mut Inner<T>)).refs).write(AtomicUsize::new(0)) }
+    }
+
+    /// [`Shared::try_new_in_place`] in a slot of `pool` (taken from its free
+    /// list `home`), for values that C names by address and the library
+    /// finds again with [`Shared::upgrade`].
+    ///
+    /// # Safety
+    /// `init` initialises the whole `T` at the pointer it is given; `pool`
+    /// was made with [`LAYOUT`](Self::LAYOUT) and
+    /// [`init_slot`](Self::init_slot) and holds only blocks of `Shared<T>`.
+    pub unsafe fn try_new_pooled(pool: &'static Slab, home: usize, init: impl FnOnce(*mut T)) -> Result<Shared<T>> {
+        let p = pool.take(home)?.cast::<Inner<T>>();
+        let ptr = p.as_ptr();
+        // SAFETY: a free slot of Inner<T>'s layout, ours now. Its counter
+        // is 0 (set by init_slot, or left so by the last owner) and stays 0,
+        // so no `upgrade` takes it, until the store below publishes the
+        // initialised value.
+        unsafe {
+            init(std::ptr::addr_of_mut!((*ptr).value));
+            std::ptr::addr_of_mut!((*ptr).pool).write(Some(pool));
+            (*std::ptr::addr_of!((*ptr).refs)).store(1, Ordering::Release);
+        }
+        Ok(Shared { ptr: p, _owns: PhantomData })
+    }
+
+    /// A new owner of the value at `p`, if `p` is a block of `pool` whose
+    /// value is alive (held by some owner); None otherwise. The check
+    /// needs no lock: a pool's memory is never freed, and a value whose
+    /// count reached 0 is never counted again (its slot gets a new value
+    /// first, published by [`Shared::try_new_pooled`]).
+    ///
+    /// # Safety
+    /// `pool` holds only blocks of `Shared<T>` (as for `try_new_pooled`).
+    pub unsafe fn upgrade(pool: &'static Slab, p: *const T) -> Option<Shared<T>> {
+        if !pool.contains(p as *const u8) {
+            return None;
+        }
+        let ptr = p as *mut Inner<T>;
+        // SAFETY: a slot of the pool: readable for the life of the
+        // process; the counter is an atomic in every state of the slot.
+        let refs = unsafe { &*std::ptr::addr_of!((*ptr).refs) };
+        let mut n = refs.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return None;
+            }
+            if n > isize::MAX as usize {
+                std::process::abort();
+            }
+            // Acquire: the value's initialisation happens before.
+            match refs.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
+                // SAFETY: non-null (a pool slot).
+                Ok(_) => return Some(Shared { ptr: unsafe { NonNull::new_unchecked(ptr) }, _owns: PhantomData }),
+                Err(m) => n = m,
+            }
+        }
+    }
+
+    /// Give up ownership without dropping the count: the value stays alive
+    /// until [`Shared::from_raw`] takes the count back.
+    pub fn into_raw(this: Self) -> *const T {
+        let p = Shared::as_ptr(&this);
+        std::mem::forget(this);
+        p
+    }
+
+    /// Take back the count [`Shared::into_raw`] left.
+    ///
+    /// # Safety
+    /// `p` came from `into_raw` and its count is taken back once.
+    pub unsafe fn from_raw(p: *const T) -> Self {
+        // SAFETY: as the caller promises (non-null).
+        Shared { ptr: unsafe { NonNull::new_unchecked(p as *mut Inner<T>) }, _owns: PhantomData }
     }
 
     /// The address of the value (stable for the owner's whole life).
@@ -295,10 +446,16 @@ impl<T> Drop for Shared<T> {
         }
         // Every other owner's last use happens before the free.
         fence(Ordering::Acquire);
-        // SAFETY: the last owner: nobody else can reach the value.
+        // SAFETY: the last owner: nobody else can reach the value (a
+        // pool's `upgrade` never counts a 0 again).
         unsafe {
-            std::ptr::drop_in_place(self.ptr.as_ptr());
-            dealloc(self.ptr.as_ptr() as *mut u8, Layout::new::<Inner<T>>());
+            let p = self.ptr.as_ptr();
+            let pool = (*p).pool;
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*p).value));
+            match pool {
+                Some(pool) => pool.put(self.ptr.cast()),
+                None => dealloc(p as *mut u8, Layout::new::<Inner<T>>()),
+            }
         }
     }
 }
@@ -326,6 +483,21 @@ mod tests {
         fn drop(&mut self) {
             assert!(!self.0.swap(true, Ordering::SeqCst), "dropped twice");
         }
+    }
+
+    #[test]
+    fn set_once_keeps_the_first_value() {
+        let hits = AtomicBool::new(false);
+        let o: SetOnce<Flag> = SetOnce::new();
+        assert!(o.get().is_none());
+        assert!(o.set(Flag(&hits)).is_ok());
+        let other = AtomicBool::new(false);
+        let back = o.set(Flag(&other)).expect_err("second set refused");
+        drop(back);
+        assert!(other.load(Ordering::SeqCst));
+        assert!(std::ptr::eq(o.get().unwrap().0, &hits));
+        drop(o);
+        assert!(hits.load(Ordering::SeqCst), "the value is dropped with the cell");
     }
 
     #[test]

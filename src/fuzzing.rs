@@ -10,7 +10,7 @@
 use crate::abi::{rdma_cm_event_type as E, IBV_QPT_RC, IBV_QPT_UD, RDMA_PS_TCP, RDMA_PS_UDP};
 use crate::cm::channel::Channel;
 use crate::cm::dispatch;
-use crate::cm::events::{self, Event};
+use crate::cm::events::{self, Event, Record};
 use crate::cm::id::{self, Id};
 use crate::cmem::Shared;
 use crate::ucma::cmd::{self, Plain};
@@ -48,7 +48,7 @@ pub fn event_record(data: &[u8]) {
     if sel & 2 == 0 {
         resp.uid = Id::key(&idp) as u64;
     }
-    let Ok(mut ev) = Event::new() else {
+    let Ok(mut ev) = Record::take(0) else {
         id::unregister(&idp);
         return;
     };

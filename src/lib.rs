@@ -47,6 +47,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod handle;
 pub mod rs;
+pub mod slab;
 pub mod sockaddr;
 pub mod sys;
 pub mod sysfs;

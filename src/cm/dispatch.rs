@@ -10,7 +10,7 @@
 
 use super::channel::Channel;
 use super::conn;
-use super::events::{self, Event};
+use super::events::{self, Event, Record};
 use super::id::{self, Id};
 use super::lifecycle;
 use super::mcast;
@@ -35,27 +35,24 @@ pub struct Delivered {
     pub id: *mut rdma_cm_id,
 }
 
-/// `rdma_get_cm_event` on a channel: the next event, processed, recorded
-/// as live. The record is allocated and its room in the table of live
-/// events reserved before the kernel event is read, so that an exhausted
-/// heap fails the call without losing an event, and nothing can fail
-/// after the read.
+/// `rdma_get_cm_event` on a channel: the next event, processed, handed
+/// out. The record is taken from the pool before the kernel event is read,
+/// so that an exhausted heap fails the call without losing an event, and
+/// nothing can fail after the read.
 pub fn get_event(ch: &Channel) -> Result<Delivered> {
-    let ev = Event::new()?;
-    let room = events::reserve(&ev)?;
-    let ev = read_event(ch, ev)?;
+    let ev = read_event(ch, Record::take(ch.fd() as usize)?)?;
     let (event, status, id) = (ev.public.event, ev.public.status, ev.public.id);
-    Ok(Delivered { ptr: events::publish(ev, room), event, status, id })
+    Ok(Delivered { ptr: events::publish(ev), event, status, id })
 }
 
 /// The next event on a channel, processed but kept by the library (not
 /// handed to C): its owner acks it with `events::done`.
-pub fn get_event_owned(ch: &Channel) -> Result<Box<Event>> {
-    read_event(ch, Event::new()?)
+pub fn get_event_owned(ch: &Channel) -> Result<Record> {
+    read_event(ch, Record::take(ch.fd() as usize)?)
 }
 
 /// Read the kernel's events on a channel into `ev` until one is delivered.
-fn read_event(ch: &Channel, mut ev: Box<Event>) -> Result<Box<Event>> {
+fn read_event(ch: &Channel, mut ev: Record) -> Result<Record> {
     let mut resp = cmd::EventResp::zeroed();
     loop {
         ucma::get_event(ch.fd(), &mut resp)?;

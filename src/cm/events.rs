@@ -10,11 +10,16 @@
 use super::id::{Id, Mc};
 use super::mcast;
 use crate::abi::*;
-use crate::cmem::{self, Shared};
+use crate::cmem::Shared;
 use crate::error::{Error, Result};
-use crate::handle::{Reservation, Table};
+use crate::slab::Slab;
 use crate::ucma::cmd;
+use std::alloc::Layout;
+use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The public event first, then the private-data buffer its params point
 /// into, then the owners.
@@ -29,31 +34,10 @@ pub struct Event {
     pub mc: Option<Shared<Mc>>,
 }
 
-// SAFETY: the raw pointers of the public event point into this record or
-// at live ids; the record is immutable once handed out.
-unsafe impl Send for Event {}
-
-/// Events handed to the caller and not yet acked, by address.
-static EVENTS: Table<Box<Event>> = Table::new();
-
 impl Event {
-    /// A new, empty record (the public part zeroed, the private-data buffer
-    /// left uninitialised: it is written before any pointer to it is made).
-    pub fn new() -> Result<Box<Event>> {
-        // SAFETY: every field but the uninitialised buffer is written;
-        // all-zero is a valid rdma_cm_event (NULLs, zeros).
-        unsafe {
-            cmem::try_box_in_place(|p: *mut Event| {
-                std::ptr::addr_of_mut!((*p).public).write_bytes(0, 1);
-                std::ptr::addr_of_mut!((*p).owner).write(None);
-                std::ptr::addr_of_mut!((*p).mc).write(None);
-            })
-        }
-    }
-
     /// Empty the record for reuse.
     pub fn reset(&mut self) {
-        // SAFETY: as in new().
+        // SAFETY: all-zero is a valid rdma_cm_event (NULLs, zeros).
         self.public = unsafe { std::mem::zeroed() };
         self.owner = None;
         self.mc = None;
@@ -83,27 +67,98 @@ impl Event {
         // SAFETY: stash_private wrote n bytes there.
         unsafe { std::slice::from_raw_parts(p as *const u8, n as usize) }
     }
+}
 
-    /// The table key of a record (its address, the pointer C gets).
-    pub fn key(ev: &Event) -> usize {
-        ev as *const Event as usize
+// Event records live in a pool (crate::slab, docs/architecture.md): an
+// address C gives back is checked with no table and no lock, by the pool's
+// range check and the record's own state.
+
+/// A pool record: the event (its address is the pointer C gets), then its
+/// state.
+#[repr(C)]
+struct Slot {
+    ev: UnsafeCell<Event>,
+    state: AtomicU8,
+}
+
+/// Taken or free.
+const HELD: u8 = 1;
+/// Handed out to C, until the ack.
+const LIVE: u8 = 2;
+
+/// Prepares a slot: an empty event, not handed out.
+///
+/// # Safety
+/// `p` has room for a `Slot`.
+unsafe fn init_slot(p: *mut u8) {
+    let ev = Event {
+        // SAFETY: all-zero is a valid rdma_cm_event.
+        public: unsafe { std::mem::zeroed() },
+        private_data: MaybeUninit::uninit(),
+        owner: None,
+        mc: None,
+    };
+    // SAFETY: as the caller promises.
+    unsafe { (p as *mut Slot).write(Slot { ev: UnsafeCell::new(ev), state: AtomicU8::new(HELD) }) };
+}
+
+static POOL: Slab = Slab::new(Layout::new::<Slot>(), init_slot);
+
+/// An event record owned by the library (taken from the pool, not handed
+/// out): given back to the pool when dropped, its owners let go.
+pub struct Record(NonNull<Slot>);
+
+// SAFETY: a record is owned exclusively by its holder.
+unsafe impl Send for Record {}
+
+impl Deref for Record {
+    type Target = Event;
+    fn deref(&self) -> &Event {
+        // SAFETY: the holder owns the record; `ev` is initialised (HELD).
+        unsafe { &*(*self.0.as_ptr()).ev.get() }
     }
 }
 
-/// Room in the table of live events for `ev`, kept before its kernel
-/// event is read (ENOMEM if the table cannot grow now): recording it
-/// afterwards cannot fail.
-pub fn reserve(ev: &Event) -> Result<Reservation<'static, Box<Event>>> {
-    EVENTS.reserve(Event::key(ev))
+impl DerefMut for Record {
+    fn deref_mut(&mut self) -> &mut Event {
+        // SAFETY: as above, exclusively.
+        unsafe { &mut *(*self.0.as_ptr()).ev.get() }
+    }
 }
 
-/// Hand a record out in the room reserved for it: record it as live and
-/// return the pointer C gets.
-pub fn publish(ev: Box<Event>, room: Reservation<'static, Box<Event>>) -> *mut rdma_cm_event {
-    let key = Event::key(&ev);
-    debug_assert_eq!(key, room.key());
-    room.insert(ev);
-    key as *mut rdma_cm_event
+impl Drop for Record {
+    fn drop(&mut self) {
+        self.owner = None;
+        self.mc = None;
+        // SAFETY: a slot of POOL, no longer used (its state is HELD: the
+        // next taker finds a valid Event).
+        unsafe { POOL.put(self.0.cast()) };
+    }
+}
+
+impl Record {
+    /// A record from the pool's free list `h` (a channel's descriptor
+    /// number), its public part zeroed; ENOMEM if the pool cannot grow.
+    pub fn take(h: usize) -> Result<Record> {
+        let s = POOL.take(h)?.cast::<Slot>();
+        // SAFETY: a free slot (HELD, a valid Event), now ours.
+        unsafe { std::ptr::addr_of_mut!((*(*s.as_ptr()).ev.get()).public).write_bytes(0, 1) };
+        Ok(Record(s))
+    }
+
+    /// The pointer C gets for this record.
+    pub fn c_ptr(&self) -> *mut rdma_cm_event {
+        self.0.as_ptr() as *mut rdma_cm_event
+    }
+}
+
+/// Hand a record out: mark it live and return the pointer C gets.
+pub fn publish(rec: Record) -> *mut rdma_cm_event {
+    let s = rec.0.as_ptr();
+    std::mem::forget(rec);
+    // SAFETY: a pool record; the store publishes what was written to it.
+    unsafe { (*s).state.store(LIVE, Ordering::Release) };
+    s as *mut rdma_cm_event
 }
 
 /// Count one event as done for its owner (and membership).
@@ -118,14 +173,25 @@ fn complete(owner: Option<&Id>, mc: Option<&Mc>) {
 /// `rdma_ack_cm_event`: count the event as done and free it; EINVAL for a
 /// pointer that is not a live event.
 pub fn ack(e: *const rdma_cm_event) -> Result<()> {
-    let ev = EVENTS.remove(e as usize).ok_or(Error::INVAL)?;
+    if !POOL.contains(e as *const u8) {
+        return Err(Error::INVAL);
+    }
+    let s = e as *mut Slot;
+    // SAFETY: a slot of the pool (its memory lives as long as the
+    // process); `state` is only touched atomically. Whoever turns LIVE off
+    // owns the record.
+    unsafe { &(*s).state }
+        .compare_exchange(LIVE, HELD, Ordering::Acquire, Ordering::Relaxed)
+        .map_err(|_| Error::INVAL)?;
+    // SAFETY: a pool record, now ours.
+    let ev = Record(unsafe { NonNull::new_unchecked(s) });
     complete(ev.owner.as_deref(), ev.mc.as_deref());
     Ok(())
 }
 
 /// An event the library kept (never handed to C) is done with: counted as
 /// acked for its owner, and freed.
-pub fn done(ev: Box<Event>) {
+pub fn done(ev: Record) {
     complete(ev.owner.as_deref(), ev.mc.as_deref());
 }
 
@@ -177,5 +243,54 @@ mod tests {
         let x = 0u64;
         assert_eq!(ack(&x as *const u64 as *const rdma_cm_event), Err(Error::INVAL));
         assert_eq!(ack(std::ptr::null()), Err(Error::INVAL));
+    }
+
+    #[test]
+    fn records_are_acked_once() {
+        let p = publish(Record::take(3).unwrap());
+        // Inside the record but not its start: refused.
+        assert_eq!(ack((p as usize + 8) as *const rdma_cm_event), Err(Error::INVAL));
+        assert_eq!(ack(p), Ok(()));
+        // Acked already (the record is free): refused.
+        assert_eq!(ack(p), Err(Error::INVAL));
+        // A record taken but not handed out is not live either.
+        let r = Record::take(3).unwrap();
+        assert_eq!(ack(r.c_ptr()), Err(Error::INVAL));
+        drop(r);
+    }
+
+    #[test]
+    fn pool_grows_and_takes_records_back() {
+        // Many records out at once on one home (several chunks), each
+        // zeroed when taken, all acked by other threads.
+        let mut out = Vec::new();
+        for i in 0..2000usize {
+            let mut r = Record::take(5).unwrap();
+            assert_eq!(r.public.event, 0);
+            assert!(r.public.id.is_null());
+            r.public.event = 7;
+            r.public.status = i as i32;
+            out.push(publish(r) as usize);
+        }
+        let mut sorted = out.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), out.len(), "a record handed out twice");
+        let halves: Vec<Vec<usize>> = out.chunks(1000).map(|c| c.to_vec()).collect();
+        std::thread::scope(|sc| {
+            for h in &halves {
+                sc.spawn(move || {
+                    for &p in h {
+                        assert_eq!(ack(p as *const rdma_cm_event), Ok(()));
+                    }
+                });
+            }
+        });
+        for &p in &out {
+            assert_eq!(ack(p as *const rdma_cm_event), Err(Error::INVAL));
+        }
+        // Reused, zeroed again.
+        let again: Vec<Record> = (0..2000).map(|_| Record::take(5).unwrap()).collect();
+        assert!(again.iter().all(|r| r.public.event == 0 && r.owner.is_none()));
     }
 }

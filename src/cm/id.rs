@@ -16,16 +16,18 @@ use super::channel::Channel;
 use super::device::{self, DevUse};
 use crate::abi::*;
 use crate::addr::getaddrinfo::AddrInfoList;
-use crate::cmem::Shared;
+use crate::cmem::{SetOnce, Shared};
 use crate::error::{Error, Result};
 use crate::handle::Table;
+use crate::slab::Slab;
 use crate::sockaddr::RawAddr;
 use crate::ucma::cmd::Plain;
 use crate::ucma::{self, cmd, KernelBuf};
 use crate::verbs;
 use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// Private data kept for the first connect (`ai_connect` of
 /// `rdma_create_ep`): at most what the kernel carries.
@@ -122,8 +124,14 @@ pub struct Id {
     destroying: AtomicBool,
     /// Recorded in the children table (made for a connection request).
     child: AtomicBool,
+    /// Known to the library: found by [`lookup`] and [`lookup_uid`] (the
+    /// registration holds a count of the id's owner).
+    registered: AtomicBool,
     /// The device the kernel bound the id to, once it has.
-    dev: OnceLock<DevUse>,
+    dev: SetOnce<DevUse>,
+    /// Room for the route's first path record: a route of one path (the
+    /// common case) needs no allocation.
+    path0: UnsafeCell<MaybeUninit<ibv_sa_path_rec>>,
     state: Mutex<IdState>,
     cond: Condvar,
 }
@@ -135,8 +143,10 @@ unsafe impl Send for Id {}
 // SAFETY: as above.
 unsafe impl Sync for Id {}
 
-/// Live ids by the address C holds (the kernel echoes it as the uid).
-static IDS: Table<Shared<Id>> = Table::new();
+/// Every id lives in a slot of this pool: the address C holds (which the
+/// kernel echoes as the uid) is checked and counted with no table and no
+/// lock (`Shared::upgrade`, docs/architecture.md "Pools").
+static IDS: Slab = Slab::new(Shared::<Id>::LAYOUT, Shared::<Id>::init_slot);
 /// Ids made for connection requests, by kernel handle: their events carry
 /// no uid until they are accepted.
 static CHILDREN: Table<Shared<Id>> = Table::new();
@@ -183,9 +193,9 @@ impl Id {
             mcs: Vec::new(),
         };
         // SAFETY: every field is written; all-zero is a valid rdma_cm_id
-        // (NULL pointers, zero fields).
+        // (NULL pointers, zero fields). IDS holds only Shared<Id> blocks.
         unsafe {
-            Shared::try_new_in_place(|p: *mut Id| {
+            Shared::try_new_pooled(&IDS, fd as usize, |p: *mut Id| {
                 let public = std::ptr::addr_of_mut!((*p).public) as *mut rdma_cm_id;
                 public.write_bytes(0, 1);
                 (*public).channel = chp;
@@ -197,7 +207,9 @@ impl Id {
                 std::ptr::addr_of_mut!((*p).sync).write(AtomicBool::new(sync));
                 std::ptr::addr_of_mut!((*p).destroying).write(AtomicBool::new(false));
                 std::ptr::addr_of_mut!((*p).child).write(AtomicBool::new(false));
-                std::ptr::addr_of_mut!((*p).dev).write(OnceLock::new());
+                std::ptr::addr_of_mut!((*p).registered).write(AtomicBool::new(false));
+                std::ptr::addr_of_mut!((*p).dev).write(SetOnce::new());
+                std::ptr::addr_of_mut!((*p).path0).write(UnsafeCell::new(MaybeUninit::uninit()));
                 std::ptr::addr_of_mut!((*p).state).write(Mutex::new(st));
                 std::ptr::addr_of_mut!((*p).cond).write(Condvar::new());
             })
@@ -374,12 +386,22 @@ impl Id {
         unsafe { (*self.route()).addr.addr.ibaddr.pkey = pkey }
     }
 
-    /// Replace the path records (the old array is freed).
+    /// The id's own room for one path record.
+    fn path0(&self) -> *mut ibv_sa_path_rec {
+        self.path0.get() as *mut ibv_sa_path_rec
+    }
+
+    /// Replace the path records (the old array is freed unless it is the
+    /// id's own room).
     fn set_paths(&self, arr: *mut ibv_sa_path_rec, n: i32) {
         let r = self.route();
-        // SAFETY: fields in place; the old array is NULL or our malloc.
+        // SAFETY: fields in place; the old array is NULL, path0 or our
+        // malloc.
         unsafe {
-            crate::cmem::free((*r).path_rec);
+            let old = (*r).path_rec;
+            if old != self.path0() {
+                crate::cmem::free(old);
+            }
             (*r).path_rec = arr;
             (*r).num_paths = n;
         }
@@ -591,7 +613,11 @@ impl Id {
         if n == 0 {
             return Ok(());
         }
-        let arr = crate::cmem::malloc(n * std::mem::size_of::<ibv_sa_path_rec>())?.as_ptr() as *mut ibv_sa_path_rec;
+        let arr = if n == 1 {
+            self.path0()
+        } else {
+            crate::cmem::malloc(n * std::mem::size_of::<ibv_sa_path_rec>())?.as_ptr() as *mut ibv_sa_path_rec
+        };
         for (i, pd) in resp.path_data[..n].iter().enumerate() {
             // SAFETY: arr has room for n records.
             unsafe { arr.add(i).write(convert_path(pd)) };
@@ -669,7 +695,11 @@ pub fn qp_type_of(ps: u32) -> u32 {
 /// Record a new id as live (before the kernel knows it: no event can name
 /// it before CREATE_ID returns).
 pub fn register(id: &Shared<Id>) -> Result<()> {
-    IDS.insert(Id::key(id), id.clone())
+    if !id.registered.swap(true, Ordering::AcqRel) {
+        // The registration's count, taken back by unregister.
+        let _ = Shared::into_raw(id.clone());
+    }
+    Ok(())
 }
 
 /// A child id (made for a connection request) whose events come without a
@@ -682,7 +712,10 @@ pub fn register_child(id: &Shared<Id>) -> Result<()> {
 
 /// Forget an id (and its child entry).
 pub fn unregister(id: &Shared<Id>) {
-    IDS.remove(Id::key(id));
+    if id.registered.swap(false, Ordering::AcqRel) {
+        // SAFETY: the count register() left, taken back once (the swap).
+        drop(unsafe { Shared::from_raw(Shared::as_ptr(id)) });
+    }
     if id.child.swap(false, Ordering::AcqRel) {
         CHILDREN.remove(id.handle() as usize);
     }
@@ -691,13 +724,18 @@ pub fn unregister(id: &Shared<Id>) {
 /// The live id C names; EINVAL for anything else (NULL, destroyed or being
 /// destroyed, never ours).
 pub fn lookup(ptr: *const rdma_cm_id) -> Result<Shared<Id>> {
-    IDS.with(ptr as usize, |v| v.filter(|i| !i.destroying.load(Ordering::Acquire)).cloned()).ok_or(Error::INVAL)
+    lookup_uid(ptr as u64).filter(|i| !i.destroying.load(Ordering::Acquire)).ok_or(Error::INVAL)
 }
 
 /// The id the kernel names by uid, also while it is being destroyed (its
 /// events must still be counted).
 pub fn lookup_uid(uid: u64) -> Option<Shared<Id>> {
-    IDS.get(uid as usize)
+    // SAFETY: IDS holds only Shared<Id> blocks (the public struct first, so
+    // the address C holds is the block's).
+    let id = unsafe { Shared::upgrade(&IDS, uid as usize as *const Id) }?;
+    // A slot reused since C was given the address names the new id, as a
+    // reused heap address would.
+    id.registered.load(Ordering::Acquire).then_some(id)
 }
 
 /// A not yet accepted child id by its kernel handle.
