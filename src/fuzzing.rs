@@ -105,7 +105,7 @@ pub fn query_responses(data: &[u8]) {
     let path: cmd::QueryPathResp = plain_from(data.get(1 + 2 * a..).unwrap_or(&[]));
     let _ = idp.take_query_addr(&addr);
     idp.take_query_gid(&gid);
-    let _ = idp.take_query_path(&path);
+    let _ = idp.take_query_path(&path.path_data[..(path.num_paths as usize).min(cmd::MAX_QUERY_PATHS)]);
     for src in [true, false] {
         let ra = idp.addr(src);
         assert!(ra.len() <= 128);

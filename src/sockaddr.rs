@@ -9,16 +9,23 @@
 use crate::abi::{sockaddr_ib, AF_IB};
 use crate::error::{Error, Result};
 use libc::{sockaddr, sockaddr_in, sockaddr_in6, socklen_t, AF_INET, AF_INET6};
-use std::mem::size_of;
+use std::mem::{size_of, MaybeUninit};
 
 /// Largest address the library accepts (`sizeof(struct sockaddr_storage)`).
 pub(crate) const MAX_ADDR_LEN: usize = 128;
 
-/// An owned socket address of `len` bytes.
+/// An owned socket address of `len` bytes (only those are initialised:
+/// the rest of the buffer is never read, so it is not zeroed either).
 #[derive(Clone, Copy)]
 pub struct RawAddr {
-    bytes: [u8; MAX_ADDR_LEN],
+    bytes: [MaybeUninit<u8>; MAX_ADDR_LEN],
     len: usize,
+}
+
+/// An empty buffer of `len` (at most MAX_ADDR_LEN) bytes to fill.
+fn buffer(len: usize) -> RawAddr {
+    debug_assert!(len <= MAX_ADDR_LEN);
+    RawAddr { bytes: [MaybeUninit::uninit(); MAX_ADDR_LEN], len }
 }
 
 impl std::fmt::Debug for RawAddr {
@@ -44,9 +51,9 @@ impl RawAddr {
         if ptr.is_null() || len > MAX_ADDR_LEN {
             return Err(Error::INVAL);
         }
-        let mut a = RawAddr { bytes: [0; MAX_ADDR_LEN], len };
+        let mut a = buffer(len);
         // SAFETY: as the caller promises; len fits our buffer.
-        unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, a.bytes.as_mut_ptr(), len) };
+        unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, a.bytes.as_mut_ptr() as *mut u8, len) };
         Ok(a)
     }
 
@@ -54,17 +61,18 @@ impl RawAddr {
     /// `len` bytes), bounded by both.
     pub fn from_bytes(bytes: &[u8], len: usize) -> RawAddr {
         let len = len.min(bytes.len()).min(MAX_ADDR_LEN);
-        let mut a = RawAddr { bytes: [0; MAX_ADDR_LEN], len };
-        a.bytes[..len].copy_from_slice(&bytes[..len]);
+        let mut a = buffer(len);
+        // SAFETY: len bytes fit both.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), a.bytes.as_mut_ptr() as *mut u8, len) };
         a
     }
 
     fn from_pod<T: Copy>(v: &T) -> RawAddr {
         let len = size_of::<T>();
         debug_assert!(len <= MAX_ADDR_LEN);
-        let mut a = RawAddr { bytes: [0; MAX_ADDR_LEN], len };
+        let mut a = buffer(len);
         // SAFETY: T is a plain C struct of `len` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(v as *const T as *const u8, a.bytes.as_mut_ptr(), len) };
+        unsafe { std::ptr::copy_nonoverlapping(v as *const T as *const u8, a.bytes.as_mut_ptr() as *mut u8, len) };
         a
     }
 
@@ -79,7 +87,9 @@ impl RawAddr {
     }
 
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
+        // SAFETY: the first `len` bytes are initialised (every constructor
+        // writes them) and len <= MAX_ADDR_LEN.
+        unsafe { std::slice::from_raw_parts(self.bytes.as_ptr() as *const u8, self.len) }
     }
     pub fn len(&self) -> usize {
         self.len
@@ -93,7 +103,8 @@ impl RawAddr {
         if self.len < 2 {
             return -1;
         }
-        u16::from_ne_bytes([self.bytes[0], self.bytes[1]]) as i32
+        let b = self.as_bytes();
+        u16::from_ne_bytes([b[0], b[1]]) as i32
     }
 
     fn read<T: Copy>(&self) -> Option<T> {

@@ -11,7 +11,7 @@
 
 use crate::abi::{rdma_conn_param, AF_IB};
 use crate::cm::conn::ConnParams;
-use crate::error::{errno, set_errno, Error, Result};
+use crate::error::{set_errno, Error, Result};
 use crate::sockaddr::RawAddr;
 use libc::{c_char, c_int};
 use std::ffi::CStr;
@@ -31,10 +31,15 @@ pub mod rsocket;
 /// The one C boundary: run `f`; on success restore errno and return its
 /// value; on failure (a panic is EIO) let `on_err` decide what C sees.
 fn boundary<T>(f: impl FnOnce() -> Result<T>, on_err: impl FnOnce(Error) -> T) -> T {
-    let saved = errno();
+    // The thread's errno lives at one address for the thread's life.
+    // SAFETY: glibc's __errno_location never fails.
+    let place = unsafe { libc::__errno_location() };
+    // SAFETY: the calling thread's errno.
+    let saved = unsafe { *place };
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => {
-            set_errno(saved);
+            // SAFETY: as above.
+            unsafe { *place = saved };
             v
         }
         Ok(Err(e)) => on_err(e),
@@ -177,6 +182,7 @@ pub(crate) unsafe fn cstr_opt<'a>(p: *const c_char) -> Option<&'a CStr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::errno;
 
     #[test]
     fn errno_is_kept_on_success_and_set_on_failure() {

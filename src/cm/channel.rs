@@ -4,18 +4,24 @@
 use crate::abi::rdma_event_channel;
 use crate::cmem::Shared;
 use crate::error::{Error, Result};
-use crate::handle::Table;
+use crate::slab::Slab;
 use crate::ucma;
 use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A channel: the public struct first (C holds its address), then the
-/// number of ids on it. The fd is closed when the last owner goes.
+/// number of ids on it and whether C may still use it, in one word (so
+/// that attaching an id and destroying the channel exclude each other).
+/// The fd is closed when the last owner goes.
 #[repr(C)]
 pub struct Channel {
     public: rdma_event_channel,
-    ids: AtomicUsize,
+    /// `LIVE` (not destroyed), plus `ID` per id on the channel.
+    state: AtomicUsize,
 }
+
+const LIVE: usize = 1;
+const ID: usize = 2;
 
 impl Channel {
     pub fn fd(&self) -> i32 {
@@ -29,12 +35,12 @@ impl Channel {
 
     /// One more id on this channel (a child made on its listener's).
     pub fn attach_id(&self) {
-        self.ids.fetch_add(1, Ordering::AcqRel);
+        self.state.fetch_add(ID, Ordering::AcqRel);
     }
 
     /// One id fewer on this channel.
     pub fn detach(&self) {
-        self.ids.fetch_sub(1, Ordering::AcqRel);
+        self.state.fetch_sub(ID, Ordering::AcqRel);
     }
 }
 
@@ -43,7 +49,7 @@ impl Channel {
     /// targets) of objects that need one.
     #[cfg(any(test, feature = "fuzzing"))]
     pub fn for_tests() -> Channel {
-        Channel { public: rdma_event_channel { fd: -1 }, ids: AtomicUsize::new(0) }
+        Channel { public: rdma_event_channel { fd: -1 }, state: AtomicUsize::new(LIVE) }
     }
 }
 
@@ -56,8 +62,11 @@ impl Drop for Channel {
     }
 }
 
-/// Live channels by the address C holds.
-static CHANNELS: Table<Shared<Channel>> = Table::new();
+/// Every channel lives in a slot of this pool: the address C holds is
+/// checked and counted with no table and no lock (`Shared::upgrade`,
+/// docs/architecture.md "Pools"). The pool holds a count of each live
+/// channel (taken back by [`destroy`]).
+static CHANNELS: Slab = Slab::new(Shared::<Channel>::LAYOUT, Shared::<Channel>::init_slot);
 
 /// A new channel (an open of the CM device), recorded as live.
 pub fn create() -> Result<Shared<Channel>> {
@@ -72,35 +81,63 @@ pub fn create_private() -> Result<Shared<Channel>> {
 fn new_channel(ids: usize) -> Result<Shared<Channel>> {
     ucma::init()?;
     let fd = ucma::open()?.into_raw_fd();
-    // From here the Channel owns fd: dropped on any failure, it closes it.
-    let ch = Shared::try_new(Channel { public: rdma_event_channel { fd }, ids: AtomicUsize::new(ids) })?;
-    CHANNELS.insert(Shared::as_ptr(&ch) as usize, ch.clone())?;
+    let state = AtomicUsize::new(LIVE + ids * ID);
+    // SAFETY: the value is written whole; CHANNELS holds only Shared<Channel>.
+    let ch = unsafe {
+        Shared::try_new_pooled(&CHANNELS, fd as usize, |p: *mut Channel| {
+            p.write(Channel { public: rdma_event_channel { fd }, state })
+        })
+    };
+    let ch = ch.inspect_err(|_| {
+        // SAFETY: ours, not handed to a Channel.
+        unsafe { libc::close(fd) };
+    })?;
+    // The count the live channel keeps (taken back by destroy).
+    let _ = Shared::into_raw(ch.clone());
     Ok(ch)
+}
+
+/// A counted reference to the channel at `ptr`, live or not.
+fn find(ptr: *const rdma_event_channel) -> Option<Shared<Channel>> {
+    // SAFETY: CHANNELS holds only Shared<Channel> blocks (the public struct
+    // first).
+    unsafe { Shared::upgrade(&CHANNELS, ptr as *const Channel) }
 }
 
 /// A counted reference to a live channel; EINVAL for anything else.
 pub fn lookup(ptr: *const rdma_event_channel) -> Result<Shared<Channel>> {
-    CHANNELS.get(ptr as usize).ok_or(Error::INVAL)
+    find(ptr).filter(|c| c.state.load(Ordering::Acquire) & LIVE != 0).ok_or(Error::INVAL)
 }
 
 /// Like [`lookup`], and count one more id on the channel in the same step
 /// (so that a concurrent [`destroy`] either sees the id or refuses it).
 pub fn attach(ptr: *const rdma_event_channel) -> Result<Shared<Channel>> {
-    CHANNELS.with(ptr as usize, |c| {
-        let c = c.ok_or(Error::INVAL)?;
-        c.ids.fetch_add(1, Ordering::AcqRel);
-        Ok(c.clone())
-    })
+    let c = find(ptr).ok_or(Error::INVAL)?;
+    let mut s = c.state.load(Ordering::Acquire);
+    loop {
+        if s & LIVE == 0 {
+            return Err(Error::INVAL);
+        }
+        match c.state.compare_exchange_weak(s, s + ID, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Ok(c),
+            Err(v) => s = v,
+        }
+    }
 }
 
 /// Forget a channel: EBUSY while ids live on it, EINVAL if it is not a
 /// live channel (upstream frees it anyway, leaving its ids dangling). The
 /// fd is closed now, or when the last call still using it returns.
 pub fn destroy(ptr: *const rdma_event_channel) -> Result<()> {
-    let ch = CHANNELS.remove_if(ptr as usize, |c| match c.ids.load(Ordering::Acquire) {
-        0 => Ok(()),
-        _ => Err(Error::Errno(libc::EBUSY)),
-    })?;
-    drop(ch);
-    Ok(())
+    let c = find(ptr).ok_or(Error::INVAL)?;
+    match c.state.compare_exchange(LIVE, 0, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {
+            // SAFETY: the live channel's count (new_channel), taken back
+            // once: only the exchange that cleared LIVE gets here.
+            drop(unsafe { Shared::from_raw(Shared::as_ptr(&c)) });
+            Ok(())
+        }
+        Err(s) if s & LIVE == 0 => Err(Error::INVAL),
+        Err(_) => Err(Error::Errno(libc::EBUSY)),
+    }
 }

@@ -63,10 +63,16 @@ unsafe impl Sync for Opened {}
 
 impl Device {
     /// Open the device once and read its limits.
+    #[inline]
     pub fn open(&self) -> Result<&Opened> {
-        if let Some(o) = self.opened.get() {
-            return Ok(o);
+        match self.opened.get() {
+            Some(o) => Ok(o),
+            None => self.open_slow(),
         }
+    }
+
+    #[cold]
+    fn open_slow(&self) -> Result<&Opened> {
         let _g = self.open_lock.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(o) = self.opened.get() {
             return Ok(o);

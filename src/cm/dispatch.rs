@@ -19,7 +19,7 @@ use super::resolve_ai;
 use crate::abi::*;
 use crate::cmem::Shared;
 use crate::error::Result;
-use crate::ucma::{self, cmd, cmd::Plain};
+use crate::ucma::{self, cmd};
 use crate::verbs;
 
 use rdma_cm_event_type as E;
@@ -53,10 +53,10 @@ pub fn get_event_owned(ch: &Channel) -> Result<Record> {
 
 /// Read the kernel's events on a channel into `ev` until one is delivered.
 fn read_event(ch: &Channel, mut ev: Record) -> Result<Record> {
-    let mut resp = cmd::EventResp::zeroed();
+    let mut buf = std::mem::MaybeUninit::<cmd::EventResp>::uninit();
     loop {
-        ucma::get_event(ch.fd(), &mut resp)?;
-        let r = dispatch(&mut ev, &resp);
+        let resp = ucma::get_event(ch.fd(), &mut buf)?;
+        let r = dispatch(&mut ev, resp);
         if r == Ok(true) {
             return Ok(ev);
         }

@@ -79,15 +79,10 @@ unsafe impl Sync for Mc {}
 pub struct IdState {
     /// The channel the id's events arrive on (changes with migration).
     pub channel: Shared<Channel>,
-    /// Events of this id the user has acked (or the library dropped).
-    pub events_completed: u32,
     /// `rdma_resolve_addrinfo` in progress.
     pub resolving_ai: bool,
     /// Its result, until `rdma_query_addrinfo` takes it.
     pub resolved_ai: Option<AddrInfoList>,
-    /// Threads blocked in [`Id::wait_acked`] (acks wake only these: a
-    /// condition-variable wake-up is a system call).
-    pub waiters: u32,
     /// RDMA read depth and resources negotiated for the connection.
     pub initiator_depth: u8,
     pub responder_resources: u8,
@@ -101,7 +96,7 @@ pub struct IdState {
     pub local_ece: (u32, u32),
     pub remote_ece: (u32, u32),
     /// Passive endpoints: the QP attributes `rdma_get_request` creates with.
-    pub qp_init_attr: Option<ibv_qp_init_attr>,
+    pub qp_init_attr: Option<Box<ibv_qp_init_attr>>,
     /// Multicast memberships of the id.
     pub mcs: Vec<Shared<Mc>>,
 }
@@ -124,11 +119,19 @@ pub struct Id {
     destroying: AtomicBool,
     /// Recorded in the children table (made for a connection request).
     child: AtomicBool,
+    /// Events of this id the user has acked (or the library dropped).
+    completed: AtomicU32,
+    /// Threads blocked in [`Id::wait`] (acks wake only these: a
+    /// condition-variable wake-up is a system call). With `completed`, a
+    /// Dekker pair: both are SeqCst (see `complete_event`).
+    waiters: AtomicU32,
     /// Known to the library: found by [`lookup`] and [`lookup_uid`] (the
     /// registration holds a count of the id's owner).
     registered: AtomicBool,
     /// The device the kernel bound the id to, once it has.
     dev: SetOnce<DevUse>,
+    /// Whether that device's port speaks RoCE (set before `dev`).
+    roce: AtomicBool,
     /// Room for the route's first path record: a route of one path (the
     /// common case) needs no allocation.
     path0: UnsafeCell<MaybeUninit<ibv_sa_path_rec>>,
@@ -179,10 +182,8 @@ impl Id {
         let chp = Channel::c_ptr(&channel);
         let st = IdState {
             channel,
-            events_completed: 0,
             resolving_ai: false,
             resolved_ai: None,
-            waiters: 0,
             initiator_depth: 0,
             responder_resources: 0,
             connect_error: false,
@@ -207,8 +208,11 @@ impl Id {
                 std::ptr::addr_of_mut!((*p).sync).write(AtomicBool::new(sync));
                 std::ptr::addr_of_mut!((*p).destroying).write(AtomicBool::new(false));
                 std::ptr::addr_of_mut!((*p).child).write(AtomicBool::new(false));
+                std::ptr::addr_of_mut!((*p).completed).write(AtomicU32::new(0));
+                std::ptr::addr_of_mut!((*p).waiters).write(AtomicU32::new(0));
                 std::ptr::addr_of_mut!((*p).registered).write(AtomicBool::new(false));
                 std::ptr::addr_of_mut!((*p).dev).write(SetOnce::new());
+                std::ptr::addr_of_mut!((*p).roce).write(AtomicBool::new(false));
                 std::ptr::addr_of_mut!((*p).path0).write(UnsafeCell::new(MaybeUninit::uninit()));
                 std::ptr::addr_of_mut!((*p).state).write(Mutex::new(st));
                 std::ptr::addr_of_mut!((*p).cond).write(Condvar::new());
@@ -485,9 +489,18 @@ impl Id {
 
     /// One more event of this id is finished with.
     pub fn complete_event(&self) {
-        let mut st = self.lock();
-        st.events_completed += 1;
-        if st.waiters > 0 {
+        self.completed.fetch_add(1, Ordering::SeqCst);
+        self.notify_waiters();
+    }
+
+    /// Wake the threads waiting on this id, if any, after a change their
+    /// condition reads (made SeqCst before this call). A waiter counts
+    /// itself (SeqCst) before it tests its condition under the id's lock:
+    /// either it sees the change, or this sees the waiter and wakes it
+    /// under the same lock, once it sleeps.
+    pub fn notify_waiters(&self) {
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _g = self.lock();
             self.cond.notify_all();
         }
     }
@@ -499,25 +512,18 @@ impl Id {
         mut st: MutexGuard<'a, IdState>,
         done: impl Fn(&IdState) -> bool,
     ) -> MutexGuard<'a, IdState> {
-        st.waiters += 1;
+        self.waiters.fetch_add(1, Ordering::SeqCst);
         while !done(&st) {
             st = self.cond.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        st.waiters -= 1;
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
         st
     }
 
     /// Block until `reported` events of this id have been acked (the
     /// kernel's count from DESTROY_ID / MIGRATE_ID).
     pub fn wait_acked<'a>(&'a self, st: MutexGuard<'a, IdState>, reported: u32) -> MutexGuard<'a, IdState> {
-        self.wait(st, |s| s.events_completed >= reported)
-    }
-
-    /// Wake the threads waiting on this id (a membership's ack).
-    pub fn notify_waiters(&self, st: &IdState) {
-        if st.waiters > 0 {
-            self.cond.notify_all();
-        }
+        self.wait(st, |_| self.completed.load(Ordering::SeqCst) >= reported)
     }
 
     /// The transport of the id's device, if it has one.
@@ -533,18 +539,17 @@ impl Id {
     }
 
     /// Whether the id's port speaks RoCE (InfiniBand transport over an
-    /// Ethernet link layer).
+    /// Ethernet link layer), as found when its device was set.
     fn on_roce_port(&self) -> bool {
-        self.transport() == Some(crate::verbs::IBV_TRANSPORT_IB)
-            && self.link_layer() == Some(crate::verbs::IBV_LINK_LAYER_ETHERNET)
+        self.dev.get().is_some() && self.roce.load(Ordering::Relaxed)
     }
 
     /// QUERY(ADDR): source/destination, and the device once the kernel
     /// knows it (an id keeps the first device it is bound to).
     pub fn query_addr(&self) -> Result<()> {
-        let mut resp = cmd::QueryAddrResp::zeroed();
-        ucma::query_addr(self.fd(), self.handle(), &mut resp)?;
-        self.take_query_addr(&resp)
+        let mut buf = MaybeUninit::uninit();
+        let resp = ucma::query_addr(self.fd(), self.handle(), &mut buf)?;
+        self.take_query_addr(resp)
     }
 
     /// What QUERY(ADDR) answered, taken into the id.
@@ -557,6 +562,11 @@ impl Id {
             self.set_pd(u.pd());
             self.set_port_num(resp.port_num);
             self.set_pkey(resp.pkey);
+            // SAFETY: the context stays open while the id uses the device.
+            let ib = unsafe { verbs::transport_type(u.opened().verbs) } == crate::verbs::IBV_TRANSPORT_IB;
+            let link = u.opened().link_layers.get((resp.port_num as usize).wrapping_sub(1)).copied();
+            self.roce.store(ib && link == Some(crate::verbs::IBV_LINK_LAYER_ETHERNET), Ordering::Relaxed);
+            // (Release: `roce` and the public fields are seen with it.)
             let _ = self.dev.set(u);
         }
         Ok(())
@@ -602,14 +612,15 @@ impl Id {
 
     /// QUERY(PATH): replace `route.path_rec` (upstream leaks the old array).
     pub fn query_path(&self) -> Result<()> {
-        let mut resp = cmd::QueryPathResp::zeroed();
-        ucma::query_path(self.fd(), self.handle(), &mut resp)?;
-        self.take_query_path(&resp)
+        let mut buf = MaybeUninit::uninit();
+        let recs = ucma::query_path(self.fd(), self.handle(), &mut buf)?;
+        self.take_query_path(recs)
     }
 
-    /// What QUERY(PATH) answered, taken into the id.
-    pub(crate) fn take_query_path(&self, resp: &cmd::QueryPathResp) -> Result<()> {
-        let n = (resp.num_paths as usize).min(cmd::MAX_QUERY_PATHS);
+    /// The path records QUERY(PATH) answered (at most MAX_QUERY_PATHS),
+    /// taken into the id.
+    pub(crate) fn take_query_path(&self, recs: &[cmd::PathRecData]) -> Result<()> {
+        let n = recs.len().min(cmd::MAX_QUERY_PATHS);
         if n == 0 {
             return Ok(());
         }
@@ -618,7 +629,7 @@ impl Id {
         } else {
             crate::cmem::malloc(n * std::mem::size_of::<ibv_sa_path_rec>())?.as_ptr() as *mut ibv_sa_path_rec
         };
-        for (i, pd) in resp.path_data[..n].iter().enumerate() {
+        for (i, pd) in recs[..n].iter().enumerate() {
             // SAFETY: arr has room for n records.
             unsafe { arr.add(i).write(convert_path(pd)) };
         }

@@ -88,7 +88,7 @@ pub fn leave(id: &Id, addr: &RawAddr) -> Result<()> {
     }
     let r = ucma::leave_mcast(id.fd(), mc.handle.load(Ordering::Acquire));
     if let Ok(reported) = r {
-        drop(id.wait(id.lock(), |_| mc.completed.load(Ordering::Acquire) >= reported));
+        drop(id.wait(id.lock(), |_| mc.completed.load(Ordering::SeqCst) >= reported));
     }
     forget(&[mc]);
     r.map(drop)
@@ -96,10 +96,9 @@ pub fn leave(id: &Id, addr: &RawAddr) -> Result<()> {
 
 /// An event of this membership was acked.
 pub fn complete_event(id: &Id, mc: &Mc) {
-    let mut st = id.lock();
-    mc.completed.fetch_add(1, Ordering::AcqRel);
-    st.events_completed += 1;
-    id.notify_waiters(&st);
+    // SeqCst: read by waiters without the lock (Id::notify_waiters).
+    mc.completed.fetch_add(1, Ordering::SeqCst);
+    id.complete_event();
 }
 
 /// MULTICAST_JOIN: remember the group and attach the id's QP (not for

@@ -113,7 +113,7 @@ pub fn get_request(listen: &Id) -> Result<Shared<Id>> {
             return Err(e);
         }
     };
-    let attr = listen.lock().qp_init_attr;
+    let attr = listen.lock().qp_init_attr.as_deref().copied();
     if let Some(mut a) = attr {
         if let Err(e) = qp::create_qp(&child, listen.pd(), &mut a) {
             listen.set_event(d.ptr);
@@ -166,7 +166,7 @@ fn setup_ep(idp: &Shared<Id>, info: &EpInfo, pd: *mut ibv_pd, attr: Option<&mut 
         if let Some(a) = attr {
             let mut copy = *a;
             copy.qp_type = info.qp_type as u32;
-            idp.lock().qp_init_attr = Some(copy);
+            idp.lock().qp_init_attr = Some(crate::cmem::try_box(copy)?);
         }
         return Ok(());
     }

@@ -40,6 +40,21 @@ pub fn exec<C: Command>(fd: RawFd, cmd: C) -> Result<C::Resp> {
     exec_init(fd, cmd, C::Resp::zeroed())
 }
 
+/// [`exec`] of a payload filled in place by `fill` (from all zeroes): a
+/// large payload (addresses) is built where it is written from, not
+/// copied into the command buffer.
+pub fn exec_with<C: Command>(fd: RawFd, fill: impl FnOnce(&mut C)) -> Result<C::Resp> {
+    let mut resp = C::Resp::zeroed();
+    let mut buf = CmdBuf::<C> {
+        hdr: Header { cmd: C::OP, inlen: std::mem::size_of::<C>() as u16, out: std::mem::size_of::<C::Resp>() as u16 },
+        payload: C::zeroed(),
+    };
+    fill(&mut buf.payload);
+    buf.payload.set_response(&mut resp as *mut C::Resp as u64);
+    write_buf(fd, &buf)?;
+    Ok(resp)
+}
+
 /// [`exec`] with a response buffer filled with `resp` first (fields an
 /// older kernel does not write keep that value).
 pub fn exec_init<C: Command>(fd: RawFd, cmd: C, mut resp: C::Resp) -> Result<C::Resp> {
@@ -51,20 +66,86 @@ pub fn exec_init<C: Command>(fd: RawFd, cmd: C, mut resp: C::Resp) -> Result<C::
 /// copied back through the stack).
 pub fn exec_into<C: Command>(fd: RawFd, mut cmd: C, resp: &mut C::Resp) -> Result<()> {
     cmd.set_response(resp as *mut C::Resp as u64);
-    write_cmd(fd, C::OP, &cmd, std::mem::size_of::<C::Resp>())
+    send(fd, C::OP, cmd, std::mem::size_of::<C::Resp>())
+}
+
+/// Tell valgrind's memcheck (when the process runs under it) that the
+/// kernel wrote `len` bytes at `p`: a response written through the address
+/// in a command's payload is invisible to valgrind, which would otherwise
+/// see it as uninitialised (upstream marks its responses the same way).
+/// Outside valgrind a client request is a no-op sequence of rotations that
+/// answers 0; memcheck answers -1. The first answer decides whether later
+/// calls ask at all (other tools, and plain runs, stop asking).
+#[inline(always)]
+pub fn kernel_wrote(p: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        /// 0: not asked yet, 1: memcheck, 2: not memcheck.
+        static MEMCHECK: AtomicU8 = AtomicU8::new(0);
+        let state = MEMCHECK.load(Ordering::Relaxed);
+        if state == 2 {
+            return;
+        }
+        // VG_USERREQ__MAKE_MEM_DEFINED ('M','C' << 16 | 2), address, length.
+        let args: [u64; 6] = [0x4d43_0002, p as u64, len as u64, 0, 0, 0];
+        let answer: u64;
+        // SAFETY: valgrind's client-request sequence: four rotations of rdi
+        // by 128 bits in all (rdi is unchanged) and an exchange of rbx with
+        // itself; valgrind reads the arguments at rax and answers in rdx.
+        unsafe {
+            std::arch::asm!(
+                "rol rdi, 3", "rol rdi, 13", "rol rdi, 61", "rol rdi, 51", "xchg rbx, rbx",
+                in("rax") args.as_ptr(),
+                inout("rdx") 0u64 => answer,
+                options(nostack),
+            )
+        };
+        if state == 0 {
+            MEMCHECK.store(if answer != 0 { 1 } else { 2 }, Ordering::Relaxed);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, len);
+}
+
+/// [`exec_into`] for a response buffer the library does not zero first:
+/// the caller sets beforehand whatever part the kernel might not write, and
+/// may treat the buffer as initialised only after success (see
+/// `ucma::get_event` and `ucma::query_addr`).
+/// On architectures without a valgrind client request here, the buffer is
+/// zeroed first (so that valgrind has nothing to report there either).
+pub fn exec_uninit<C: Command>(fd: RawFd, mut cmd: C, resp: &mut std::mem::MaybeUninit<C::Resp>) -> Result<()> {
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: our buffer; all-zero is a valid response.
+    unsafe {
+        resp.as_mut_ptr().write_bytes(0, 1)
+    };
+    cmd.set_response(resp.as_mut_ptr() as u64);
+    send(fd, C::OP, cmd, std::mem::size_of::<C::Resp>())
 }
 
 /// Larger responses than a payload names (QUERY of IB service records):
 /// write `cmd` with `out` bytes of response room at the address it holds.
 pub fn write_cmd<P: Plain>(fd: RawFd, op: u32, payload: &P, out: usize) -> Result<()> {
-    let buf = CmdBuf::<P> {
-        hdr: Header { cmd: op, inlen: std::mem::size_of::<P>() as u16, out: out as u16 },
-        payload: *payload,
-    };
-    let len = std::mem::size_of_val(&buf);
+    send(fd, op, *payload, out)
+}
+
+/// Write the header and `payload` (moved into the buffer, not copied
+/// again).
+#[inline(always)]
+fn send<P: Plain>(fd: RawFd, op: u32, payload: P, out: usize) -> Result<()> {
+    let buf = CmdBuf::<P> { hdr: Header { cmd: op, inlen: std::mem::size_of::<P>() as u16, out: out as u16 }, payload };
+    write_buf(fd, &buf)
+}
+
+/// Write a whole command buffer.
+#[inline(always)]
+fn write_buf<P: Plain>(fd: RawFd, buf: &CmdBuf<P>) -> Result<()> {
+    let len = std::mem::size_of_val(buf);
     // SAFETY: buf is a plain C struct of len bytes; the kernel writes only
     // into response buffers that the payload names and that outlive the call.
-    let n = unsafe { libc::write(fd, &buf as *const _ as *const libc::c_void, len) };
+    let n = unsafe { libc::write(fd, buf as *const _ as *const libc::c_void, len) };
     if n < 0 {
         return Err(Error::last_os());
     }

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::sockaddr::RawAddr;
 use crate::sysfs;
 use cmd::*;
+use std::mem::MaybeUninit;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -86,22 +87,24 @@ pub fn destroy_id(fd: RawFd, id: u32) -> Result<u32> {
 
 /// BIND an id to an address.
 pub fn bind(fd: RawFd, id: u32, addr: &RawAddr) -> Result<()> {
-    let mut c = Bind::zeroed();
-    c.id = id;
-    c.addr_size = put_addr(&mut c.addr, addr);
-    exec(fd, c).map(drop)
+    exec_with(fd, |c: &mut Bind| {
+        c.id = id;
+        c.addr_size = put_addr(&mut c.addr, addr);
+    })
+    .map(drop)
 }
 
 /// RESOLVE_ADDR (AF_IB-capable form).
 pub fn resolve_addr(fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<()> {
-    let mut c = ResolveAddr::zeroed();
-    c.id = id;
-    c.timeout_ms = timeout_ms;
-    if let Some(s) = src {
-        c.src_size = put_addr(&mut c.src_addr, s);
-    }
-    c.dst_size = put_addr(&mut c.dst_addr, dst);
-    exec(fd, c).map(drop)
+    exec_with(fd, |c: &mut ResolveAddr| {
+        c.id = id;
+        c.timeout_ms = timeout_ms;
+        if let Some(s) = src {
+            c.src_size = put_addr(&mut c.src_addr, s);
+        }
+        c.dst_size = put_addr(&mut c.dst_addr, dst);
+    })
+    .map(drop)
 }
 
 pub fn resolve_route(fd: RawFd, id: u32, timeout_ms: u32) -> Result<()> {
@@ -110,9 +113,21 @@ pub fn resolve_route(fd: RawFd, id: u32, timeout_ms: u32) -> Result<()> {
 
 /// QUERY(ADDR): addresses, device GUID and index (`u32::MAX` from kernels
 /// that do not report it), port, pkey; into `resp`.
-pub fn query_addr(fd: RawFd, id: u32, resp: &mut QueryAddrResp) -> Result<()> {
-    resp.ibdev_index = u32::MAX;
-    exec_into(fd, QueryAddr::new(id), resp)
+pub fn query_addr(fd: RawFd, id: u32, resp: &mut MaybeUninit<QueryAddrResp>) -> Result<&QueryAddrResp> {
+    let p = resp.as_mut_ptr();
+    // SAFETY: fields of our buffer, written in place. Kernels before 5.5
+    // do not write these two; every kernel writes all bytes before them.
+    unsafe {
+        std::ptr::addr_of_mut!((*p).ibdev_index).write(u32::MAX);
+        std::ptr::addr_of_mut!((*p).reserved1).write(0);
+    }
+    exec_uninit(fd, QueryAddr::new(id), resp)?;
+    kernel_wrote(p as *const u8, std::mem::offset_of!(QueryAddrResp, ibdev_index));
+    // SAFETY: the kernel's ucma_query_addr copies its whole response
+    // (zeroed, then filled) up to the length asked or its own size, which
+    // has every field up to `dst_addr` since AF_IB support (the ABI this
+    // library requires); the rest was written above.
+    Ok(unsafe { resp.assume_init_ref() })
 }
 
 /// QUERY(GID): the source and destination GIDs (as `sockaddr_ib`s).
@@ -121,9 +136,27 @@ pub fn query_gid(fd: RawFd, id: u32, resp: &mut QueryAddrResp) -> Result<()> {
 }
 
 /// QUERY(PATH): up to six path records.
-pub fn query_path(fd: RawFd, id: u32, resp: &mut QueryPathResp) -> Result<()> {
-    resp.num_paths = 0;
-    exec_into(fd, QueryPath::new(id), resp)
+pub fn query_path(fd: RawFd, id: u32, resp: &mut MaybeUninit<QueryPathResp>) -> Result<&[PathRecData]> {
+    let p = resp.as_mut_ptr();
+    // The kernel writes the header and one record per path while more than
+    // a record's room is left, so never the last record of our buffer:
+    // that one is zeroed here (a route of more paths shows it zero, as
+    // before this buffer was left unzeroed).
+    const WRITTEN: usize = (std::mem::size_of::<QueryPathResp>() - 8 - 1) / std::mem::size_of::<PathRecData>();
+    const _: () = assert!(WRITTEN == MAX_QUERY_PATHS - 1);
+    // SAFETY: a field of our buffer, written in place.
+    unsafe { std::ptr::addr_of_mut!((*p).path_data[WRITTEN]).write(PathRecData::default()) };
+    exec_uninit(fd, QueryPath::new(id), resp)?;
+    kernel_wrote(p as *const u8, std::mem::offset_of!(QueryPathResp, path_data));
+    // SAFETY: the kernel's ucma_query_path wrote the header (num_paths)
+    // and the first min(num_paths, WRITTEN) records; the last was zeroed
+    // above. Only those records are read.
+    unsafe {
+        let n = (std::ptr::addr_of!((*p).num_paths).read() as usize).min(MAX_QUERY_PATHS);
+        let recs = std::ptr::addr_of!((*p).path_data) as *const PathRecData;
+        kernel_wrote(recs as *const u8, n.min(WRITTEN) * std::mem::size_of::<PathRecData>());
+        Ok(std::slice::from_raw_parts(recs, n))
+    }
 }
 
 /// QUERY(IB_SERVICE) into `buf` (an 8-byte header, then records).
@@ -165,8 +198,21 @@ pub fn migrate_id(new_fd: RawFd, id: u32, old_fd: RawFd) -> Result<u32> {
 
 /// GET_EVENT into `resp`: blocks (unless the fd is non-blocking) until an
 /// event is queued.
-pub fn get_event(fd: RawFd, resp: &mut EventResp) -> Result<()> {
-    exec_into(fd, GetEvent { response: 0 }, resp)
+pub fn get_event(fd: RawFd, resp: &mut MaybeUninit<EventResp>) -> Result<&EventResp> {
+    let p = resp.as_mut_ptr();
+    // SAFETY: fields of our buffer, written in place. Kernels before 5.8
+    // do not write these two; every kernel writes all bytes before them.
+    unsafe {
+        std::ptr::addr_of_mut!((*p).reserved).write(0);
+        std::ptr::addr_of_mut!((*p).ece).write(Ece { vendor_id: 0, attr_mod: 0 });
+    }
+    exec_uninit(fd, GetEvent { response: 0 }, resp)?;
+    kernel_wrote(p as *const u8, std::mem::offset_of!(EventResp, reserved));
+    // SAFETY: the kernel's ucma_get_event copies the event's whole record
+    // (from a zeroed allocation) up to the length asked or its own size,
+    // which has every field up to `param` on every kernel; the rest was
+    // written above.
+    Ok(unsafe { resp.assume_init_ref() })
 }
 
 /// WRITE_CM_EVENT (Linux ≥ 6.17): queue a USER or INTERNAL event on the id.
