@@ -59,27 +59,104 @@ fi
 echo "(medians of 5 processes x 1000 ids, both libraries and raw interleaved id by id, kernel $(uname -r) under qemu TCG;"
 echo " ratio = rdmacm-rs / upstream; raw = upstream's kernel commands with no library, the floor for the same commands)"
 
-# User-space instructions per id lifecycle (the five steps), callgrind:
-# 300 ids minus 100 ids, so process start and library initialisation
-# cancel out.
+# User-space instructions per step, callgrind, both libraries, the same
+# program: each exported function's inclusive count, as the difference of
+# two run lengths (so process start and library initialisation cancel
+# out): `cycle` 300 ids minus 100 ids (create, bind, resolve address and
+# route with their events, destroy), `conn` 30 connections minus 10 (QPs,
+# connect, accept, disconnect; see cm_bench.c). Targets (issue 16): every
+# step <= 1.0x upstream's, the whole id lifecycle <= 0.8x.
 if command -v valgrind >/dev/null; then
-	cg() { # lib n
+	incl() { # callgrind file -> "function count" (exported rdma_* functions) and "TOTAL count"
+		callgrind_annotate --inclusive=yes --threshold=100 --auto=no "$1" 2>/dev/null | awk '
+			/file:function/ { on = 1; next }
+			/PROGRAM TOTALS/ { c = $1; gsub(",", "", c); print "TOTAL", c }
+			on && /^ *[0-9,]+ / {
+				c = $1; gsub(",", "", c); s = $0
+				sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", s); sub(/ \[.*$/, "", s); sub(/^.*:/, "", s)
+				if (s ~ /^rdma_[a-z_]+$/) a[s] += c
+			}
+			END { for (k in a) print k, a[k] }'
+	}
+	cg() { # lib mode n
 		local e=() f
 		[ "$1" = ours ] && e=(LD_PRELOAD="$OURS")
 		f=$(mktemp /tmp/cg.XXXXXX)
-		env "${e[@]}" valgrind --tool=callgrind --callgrind-out-file="$f" $B cycle "$2" >/dev/null 2>&1
-		awk '/^summary:/ { print $2 }' "$f"
+		env "${e[@]}" valgrind --tool=callgrind --callgrind-out-file="$f" $B "$2" "$3" >/dev/null 2>&1 ||
+			echo "callgrind: $1 $2 $3 failed" >&2
+		incl "$f"
 		rm -f "$f"
 	}
+	declare -A I
 	for lib in upstream ours; do
-		a=$(cg $lib 100) b=$(cg $lib 300)
-		sum[instr.$lib]=$(((b - a) / 200))
+		for m in "cycle 100 300 200" "conn 10 30 20"; do
+			read -r mode n1 n2 d <<<"$m"
+			a=$(cg $lib "$mode" "$n1") b=$(cg $lib "$mode" "$n2")
+			while read -r k v; do I[$lib.$mode.$k]=$v; done < <(join <(sort <<<"$b") <(sort <<<"$a") |
+				awk -v d="$d" '{ print $1, ($2 - $3) / d }')
+		done
 	done
-	printf '%-16s %12s %12s %8s\n' "instr per id" "${sum[instr.upstream]}" "${sum[instr.ours]}" \
-		"$(ratio "${sum[instr.ours]}" "${sum[instr.upstream]}")"
-	echo "(user-space instructions per id lifecycle: create, bind, resolve addr+event, resolve route+event, destroy;"
-	echo " callgrind, 300 ids minus 100 ids)"
+	verdict() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { printf "%.2f  %s (target %.2f)", a / b, (a <= t * b) ? "met" : "MISS", t }'; }
+	row() { # label mode "function..." calls target
+		local u=0 o=0 f
+		for f in $3; do
+			u=$(awk -v a="$u" -v b="${I[upstream.$2.$f]:-0}" 'BEGIN { print a + b }')
+			o=$(awk -v a="$o" -v b="${I[ours.$2.$f]:-0}" 'BEGIN { print a + b }')
+		done
+		u=$(awk -v v="$u" -v c="$4" 'BEGIN { printf "%.0f", v / c }')
+		o=$(awk -v v="$o" -v c="$4" 'BEGIN { printf "%.0f", v / c }')
+		printf '%-34s %10s %10s  %s\n' "$1" "$u" "$o" "$(verdict "$o" "$u" "$5")"
+	}
+	echo
+	printf '%-34s %10s %10s  %s\n' "instructions per step" upstream rdmacm-rs "ratio"
+	row "create id" cycle rdma_create_id 1 1.0
+	row "bind" cycle rdma_bind_addr 1 1.0
+	row "resolve addr" cycle rdma_resolve_addr 1 1.0
+	row "resolve route" cycle rdma_resolve_route 1 1.0
+	row "get+ack event (addr, route)" cycle "rdma_get_cm_event rdma_ack_cm_event" 2 1.0
+	row "create QP (RC, library CQs)" conn rdma_create_qp 2 1.0
+	row "connect" conn rdma_connect 1 1.0
+	row "accept" conn rdma_accept 1 1.0
+	row "get+ack event (connection)" conn "rdma_get_cm_event rdma_ack_cm_event" 7 1.0
+	row "disconnect" conn rdma_disconnect 2 1.0
+	row "destroy QP" conn rdma_destroy_qp 2 1.0
+	row "destroy id" cycle rdma_destroy_id 1 1.0
+	row "whole id lifecycle (per id)" cycle TOTAL 1 0.8
+	row "whole connection (information)" conn TOTAL 1 1.0
+	echo "(user-space instructions, callgrind: cycle 300 ids minus 100, conn 30 connections minus 10, per call;"
+	echo " a lifecycle is create, bind, resolve addr + event, resolve route + event, destroy; a connection also"
+	echo " resolves, makes two QPs, connects, accepts, disconnects both sides, 7 events)"
 fi
+
+# Scale: 10 000 ids created, bound and kept (cm_bench scale), against
+# 100: resident memory per id, and the time of create+bind (and of
+# destroy) for the last 100 of 10 000 ids against the first 100 of a run
+# of 100. 3 alternating rounds, medians. Targets (issue 16): memory per id
+# <= upstream's; time at 10 000 within 1.2x of the time at 100.
+for r in 1 2 3; do
+	for lib in upstream ours; do
+		e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")
+		read -r _ _ mem _ last _ dlast < <(env "${e[@]}" $B scale 10000)
+		read -r _ _ _ first _ dfirst _ < <(env "${e[@]}" $B scale 100)
+		sum[mem.$lib]+="$mem "
+		sum[at10k.$lib]+="$last " sum[at100.$lib]+="$first "
+		sum[dat10k.$lib]+="$dlast " sum[dat100.$lib]+="$dfirst "
+	done
+done
+echo
+printf '%-34s %10s %10s  %s\n' "10 000 ids bound at once" upstream rdmacm-rs ratio
+mu=$(med <<<"${sum[mem.upstream]}") mo=$(med <<<"${sum[mem.ours]}")
+printf '%-34s %10s %10s  %s\n' "resident bytes per id" "$mu" "$mo" \
+	"$(awk -v a="$mo" -v b="$mu" 'BEGIN { printf "%.2f  %s (target 1.00)", a / b, (a <= b) ? "met" : "MISS" }')"
+for lib in upstream ours; do
+	for k in "" d; do
+		x=$(med <<<"${sum[${k}at10k.$lib]}") y=$(med <<<"${sum[${k}at100.$lib]}") op=create+bind
+		[ "$k" = d ] && op=destroy
+		printf '%-34s %10s %10s  %s\n' "$lib $op us, 10 000 vs 100" "$x" "$y" \
+			"$(awk -v a="$x" -v b="$y" 'BEGIN { printf "%.2f  %s (target 1.20)", a / b, (a <= 1.2 * b) ? "met" : "MISS" }')"
+	done
+done
+echo "(3 alternating rounds, medians; per round: memory ${sum[mem.upstream]}/ ${sum[mem.ours]}; 1 000 connected RC pairs: not measured yet)"
 
 # Threads: 8 threads, each with its own channel and ids (create, bind,
 # resolve address, destroy), ids per second; the libraries alternate

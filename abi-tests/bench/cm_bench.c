@@ -18,6 +18,21 @@
  *   cm_bench cycle N
  *       N ids through the five steps, nothing timed (for counting system
  *       calls with strace and instructions with callgrind).
+ *   cm_bench conn N
+ *       N connections, one after another, between a client id and a
+ *       listener in this process over the device's address: resolve
+ *       address and route, a QP on each side (rdma_create_qp with the
+ *       library's PD and CQs), connect, accept, both ESTABLISHED,
+ *       disconnect from the client, DISCONNECTED on the server, which
+ *       disconnects too (its DREP), DISCONNECTED on the client, QPs and
+ *       ids destroyed; nothing
+ *       timed (for callgrind: the connection steps' instructions).
+ *   cm_bench scale N
+ *       N ids created and bound (to the device's address, port chosen by
+ *       the kernel) and kept, then destroyed: prints "scale N BYTES FIRST
+ *       LAST DFIRST DLAST", the growth of the resident set per id, the
+ *       median microseconds of create+bind over the first and the last
+ *       100 ids, and of destroy over the first and last 100.
  *   cm_bench threads T SECONDS
  *       T threads, each with its own event channel, each creating,
  *       binding, resolving (address, with its event) and destroying ids of
@@ -306,6 +321,140 @@ static int threads(int nt, int secs)
 	return 0;
 }
 
+static int (*conn_get)(struct rdma_event_channel *, struct rdma_cm_event **);
+static int (*conn_ack)(struct rdma_cm_event *);
+
+/* The next event on ch must be `type` (status 0): its id in *idp, acked;
+ * 0 if so. */
+static int conn_wait(int i, struct rdma_event_channel *ch, int type, struct rdma_cm_id **idp)
+{
+	struct rdma_cm_event *ev;
+	int bad = conn_get(ch, &ev);
+
+	if (bad)
+		return bad;
+	bad = ev->event != type || ev->status;
+	if (bad)
+		fprintf(stderr, "conn %d: event %d (status %d), wanted %d\n", i, ev->event, ev->status, type);
+	*idp = ev->id;
+	conn_ack(ev);
+	return bad;
+}
+#define WAIT(ch, type, idp) conn_wait(i, ch, type, idp)
+
+/* conn mode: the connection steps with the library the dynamic linker
+ * finds. */
+static int conn_cycle(int n)
+{
+	void *h = linked();
+	const char *L = "librdmacm.so.1";
+	struct rdma_event_channel *(*create_channel)(void) = sym(h, L, "rdma_create_event_channel");
+	int (*create_id)(struct rdma_event_channel *, struct rdma_cm_id **, void *, enum rdma_port_space) =
+		sym(h, L, "rdma_create_id");
+	int (*bind_addr)(struct rdma_cm_id *, struct sockaddr *) = sym(h, L, "rdma_bind_addr");
+	int (*listen)(struct rdma_cm_id *, int) = sym(h, L, "rdma_listen");
+	int (*resolve_addr)(struct rdma_cm_id *, struct sockaddr *, struct sockaddr *, int) =
+		sym(h, L, "rdma_resolve_addr");
+	int (*resolve_route)(struct rdma_cm_id *, int) = sym(h, L, "rdma_resolve_route");
+	int (*create_qp)(struct rdma_cm_id *, struct ibv_pd *, struct ibv_qp_init_attr *) = sym(h, L, "rdma_create_qp");
+	void (*destroy_qp)(struct rdma_cm_id *) = sym(h, L, "rdma_destroy_qp");
+	int (*connect)(struct rdma_cm_id *, struct rdma_conn_param *) = sym(h, L, "rdma_connect");
+	int (*accept)(struct rdma_cm_id *, struct rdma_conn_param *) = sym(h, L, "rdma_accept");
+	int (*disconnect)(struct rdma_cm_id *) = sym(h, L, "rdma_disconnect");
+	int (*get_event)(struct rdma_event_channel *, struct rdma_cm_event **) = sym(h, L, "rdma_get_cm_event");
+	int (*ack_event)(struct rdma_cm_event *) = sym(h, L, "rdma_ack_cm_event");
+	int (*destroy_id)(struct rdma_cm_id *) = sym(h, L, "rdma_destroy_id");
+	struct rdma_event_channel *sch = create_channel(), *cch = create_channel();
+	struct sockaddr_in la = src, da = dst;
+	struct rdma_cm_id *lis;
+	int i;
+
+	conn_get = get_event;
+	conn_ack = ack_event;
+	la.sin_port = da.sin_port = htons(7473);
+	i = -1;
+	if (!sch || !cch || create_id(sch, &lis, NULL, RDMA_PS_TCP) || bind_addr(lis, (struct sockaddr *)&la) ||
+	    listen(lis, 8)) {
+		fprintf(stderr, "conn: no listener\n");
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+							 .max_recv_sge = 1 },
+					       .qp_type = IBV_QPT_RC },
+					qb = qa;
+		struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1, .retry_count = 7,
+					     .rnr_retry_count = 7 };
+		struct rdma_cm_id *c, *s, *x;
+
+		if (create_id(cch, &c, NULL, RDMA_PS_TCP) || resolve_addr(c, NULL, (struct sockaddr *)&da, 2000) ||
+		    WAIT(cch, RDMA_CM_EVENT_ADDR_RESOLVED, &x) || resolve_route(c, 2000) ||
+		    WAIT(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, &x) || create_qp(c, NULL, &qa) || connect(c, &p) ||
+		    WAIT(sch, RDMA_CM_EVENT_CONNECT_REQUEST, &s) || create_qp(s, NULL, &qb) || accept(s, &p) ||
+		    WAIT(cch, RDMA_CM_EVENT_ESTABLISHED, &x) || WAIT(sch, RDMA_CM_EVENT_ESTABLISHED, &x) ||
+		    disconnect(c) || WAIT(sch, RDMA_CM_EVENT_DISCONNECTED, &x) || disconnect(s) ||
+		    WAIT(cch, RDMA_CM_EVENT_DISCONNECTED, &x)) {
+			fprintf(stderr, "conn %d failed\n", i);
+			return 1;
+		}
+		destroy_qp(c);
+		destroy_qp(s);
+		if (destroy_id(c) || destroy_id(s))
+			return 1;
+	}
+	return destroy_id(lis);
+}
+
+static long rss_bytes(void)
+{
+	long pages = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return res * sysconf(_SC_PAGESIZE);
+}
+
+/* scale mode: many ids at once with the library the dynamic linker finds */
+static int scale(int n)
+{
+	struct lib l;
+	double *t = calloc(n, sizeof(double)), *d = calloc(n, sizeof(double));
+	struct sockaddr_in a = src;
+	long before, after;
+	int i, k = n < 100 ? n : 100;
+
+	if (!t || !d)
+		return 1;
+	load_from(&l, linked(), "librdmacm.so.1", n);
+	a.sin_port = 0;
+	before = rss_bytes();
+	for (i = 0; i < n; i++) {
+		double t0 = now_us();
+
+		if (l.create_id(l.ch, &l.ids[i], NULL, RDMA_PS_TCP) || l.bind_addr(l.ids[i], (struct sockaddr *)&a)) {
+			fprintf(stderr, "scale: id %d failed\n", i);
+			return 1;
+		}
+		t[i] = now_us() - t0;
+	}
+	after = rss_bytes();
+	for (i = 0; i < n; i++) {
+		double t0 = now_us();
+
+		if (l.destroy_id(l.ids[n - 1 - i]))
+			return 1;
+		d[i] = now_us() - t0;
+	}
+	/* destroys in reverse: d[0..k) ran with n ids alive, d[n-k..n) with few */
+	printf("scale %d %ld %.2f %.2f %.2f %.2f\n", n, (after - before) / n, median(t, k), median(t + n - k, k),
+	       median(d + n - k, k), median(d, k));
+	return 0;
+}
+
 static const char *const step_names[] = { "create_id", "bind", "resolve_addr", "resolve_route", "destroy" };
 
 int main(int argc, char **argv)
@@ -362,6 +511,10 @@ int main(int argc, char **argv)
 					return 1;
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "scale"))
+		return scale(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "conn"))
+		return conn_cycle(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "threads"))
 		return threads(atoi(argv[2]), atoi(argv[3]));
 	if (argc != 5 || strcmp(argv[1], "ops"))

@@ -265,11 +265,12 @@ pub fn af_ib_support() -> bool {
 
 /// CONNECT with connection parameters and the local ECE.
 pub fn connect(fd: RawFd, id: u32, conn: &ConnParam, ece: Ece) -> Result<()> {
-    let mut c = Connect::zeroed();
-    c.id = id;
-    c.conn_param = *conn;
-    c.ece = ece;
-    exec(fd, c).map(drop)
+    exec_with(fd, |c: &mut Connect| {
+        c.id = id;
+        c.conn_param = *conn;
+        c.ece = ece;
+    })
+    .map(drop)
 }
 
 pub fn listen(fd: RawFd, id: u32, backlog: u32) -> Result<()> {
@@ -279,12 +280,13 @@ pub fn listen(fd: RawFd, id: u32, backlog: u32) -> Result<()> {
 /// ACCEPT: `uid` becomes the id's uid in the kernel (a child gets one only
 /// here). `conn.valid == 0` asks only for the RTU of an active side.
 pub fn accept(fd: RawFd, id: u32, uid: u64, conn: &ConnParam, ece: Ece) -> Result<()> {
-    let mut c = Accept::zeroed();
-    c.uid = uid;
-    c.id = id;
-    c.conn_param = *conn;
-    c.ece = ece;
-    exec(fd, c).map(drop)
+    exec_with(fd, |c: &mut Accept| {
+        c.uid = uid;
+        c.id = id;
+        c.conn_param = *conn;
+        c.ece = ece;
+    })
+    .map(drop)
 }
 
 /// REJECT with private data (at most 255 bytes, the u8 length) and a reason.
