@@ -152,24 +152,6 @@ pub fn try_box<T>(value: T) -> Result<Box<T>> {
     }
 }
 
-/// [`try_box`] built in place: `init` must write every field of the value
-/// (large values are not copied through the stack).
-///
-/// # Safety
-/// `init` initialises the whole `T` at the pointer it is given.
-pub unsafe fn try_box_in_place<T>(init: impl FnOnce(*mut T)) -> Result<Box<T>> {
-    let layout = Layout::new::<T>();
-    assert!(layout.size() != 0, "zero-sized value");
-    // SAFETY: non-zero size.
-    let p = unsafe { alloc(layout) } as *mut T;
-    if p.is_null() {
-        return Err(Error::NOMEM);
-    }
-    init(p);
-    // SAFETY: a global-allocator block of T's layout, initialised by init.
-    Ok(unsafe { Box::from_raw(p) })
-}
-
 /// Start a detached thread named `name` running `f`, or fail with ENOMEM.
 ///
 /// `std::thread::Builder::spawn` reports pthread_create's failure, but

@@ -49,13 +49,9 @@ impl Hasher for WordHasher {
 
 type Map<V> = HashMap<usize, V, BuildHasherDefault<WordHasher>>;
 
-/// A shard's entries, and how many inserts it keeps room for
-/// ([`Table::reserve`]): the map can always take `reserved` more entries
-/// without growing, because every other insert first makes room for one
-/// more than that.
+/// A shard's entries.
 struct Slots<V> {
     map: Map<V>,
-    reserved: usize,
 }
 
 /// One shard on its own cache line.
@@ -67,45 +63,10 @@ pub struct Table<V> {
     shards: [Shard<V>; SHARDS],
 }
 
-/// Room kept in a table for one entry of a key known in advance, taken
-/// before work whose result must then be recorded without failing (an event
-/// read from the kernel cannot be put back). Used by [`insert`](Self::insert);
-/// dropped unused, it gives the room back.
-pub struct Reservation<'a, V> {
-    table: &'a Table<V>,
-    key: usize,
-    used: bool,
-}
-
-impl<V> Reservation<'_, V> {
-    /// The reserved key.
-    pub fn key(&self) -> usize {
-        self.key
-    }
-
-    /// Record `value` under the reserved key; cannot fail (the shard has
-    /// the room).
-    pub fn insert(mut self, value: V) {
-        let mut s = self.table.shard(self.key);
-        s.reserved -= 1;
-        self.used = true;
-        // Never grows: growth room for `reserved + 1` entries was kept.
-        s.map.insert(self.key, value);
-    }
-}
-
-impl<V> Drop for Reservation<'_, V> {
-    fn drop(&mut self) {
-        if !self.used {
-            self.table.shard(self.key).reserved -= 1;
-        }
-    }
-}
-
 impl<V> Table<V> {
     pub const fn new() -> Self {
         Table {
-            shards: [const { Shard(Mutex::new(Slots { map: HashMap::with_hasher(BuildHasherDefault::new()), reserved: 0 })) };
+            shards: [const { Shard(Mutex::new(Slots { map: HashMap::with_hasher(BuildHasherDefault::new()) })) };
                 SHARDS],
         }
     }
@@ -127,23 +88,11 @@ impl<V> Table<V> {
     /// cannot grow.
     pub fn try_insert(&self, key: usize, value: V) -> std::result::Result<(), V> {
         let mut s = self.shard(key);
-        let room = s.reserved + 1;
-        if s.map.try_reserve(room).is_err() {
+        if s.map.try_reserve(1).is_err() {
             return Err(value);
         }
         s.map.insert(key, value);
         Ok(())
-    }
-
-    /// Keep room for one entry of `key` (ENOMEM if the shard cannot grow
-    /// now); the entry is recorded later with [`Reservation::insert`],
-    /// which cannot fail.
-    pub fn reserve(&self, key: usize) -> Result<Reservation<'_, V>> {
-        let mut s = self.shard(key);
-        let room = s.reserved + 1;
-        s.map.try_reserve(room).map_err(|_| Error::NOMEM)?;
-        s.reserved = room;
-        Ok(Reservation { table: self, key, used: false })
     }
 
     /// Run `f` on the entry of `key` (or None) under its shard's lock.
@@ -209,29 +158,6 @@ mod tests {
         assert!(t.with(0x7f00_0000_0010, |v| v.is_some()));
         assert_eq!(t.remove(0x7f00_0000_0010), Some(0x7f00_0000_0010usize as u32));
         assert_eq!(t.remove(0x7f00_0000_0010), None);
-    }
-
-    #[test]
-    fn reserved_room_is_kept_from_other_inserts() {
-        let t: Table<u32> = Table::new();
-        let key = 0x7e00_0000_0000usize;
-        let r = t.reserve(key).unwrap();
-        // Fill the same shard well past its capacity at reservation time.
-        let shard_of = |k: usize| &*t.shard(k) as *const Slots<u32> as usize;
-        let home = shard_of(key);
-        let same: Vec<usize> = (1..20_000usize).map(|i| key + i * 16).filter(|&k| shard_of(k) == home).collect();
-        assert!(same.len() > 100);
-        for &k in &same {
-            t.insert(k, 1).unwrap();
-            let s = t.shard(key);
-            assert!(s.map.capacity() - s.map.len() >= s.reserved, "reserved room eaten");
-        }
-        r.insert(7);
-        assert_eq!(t.get(key), Some(7));
-        assert_eq!(t.shard(key).reserved, 0);
-        // Dropped unused: the room is given back.
-        drop(t.reserve(key + 8).unwrap());
-        assert_eq!(t.shard(key + 8).reserved, 0);
     }
 
     #[test]
