@@ -30,9 +30,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Free stacks per pool.
-pub const HOMES: usize = 8;
+const HOMES: usize = 8;
 /// Bytes per chunk (and its alignment).
-pub const CHUNK: usize = 1 << 18;
+const CHUNK: usize = 1 << 18;
 /// Entries of a pool's set of chunks (a power of two); at most half are
 /// used, so a pool holds at most `SET / 2` chunks (512 MiB).
 const SET: usize = 4096;
