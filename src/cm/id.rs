@@ -566,7 +566,7 @@ impl Id {
             let ib = unsafe { verbs::transport_type(u.opened().verbs) } == crate::verbs::IBV_TRANSPORT_IB;
             let link = u.opened().link_layers.get((resp.port_num as usize).wrapping_sub(1)).copied();
             self.roce.store(ib && link == Some(crate::verbs::IBV_LINK_LAYER_ETHERNET), Ordering::Relaxed);
-            // (Release: `roce` and the public fields are seen with it.)
+            // (dev.set publishes `roce` and the public fields: Release.)
             let _ = self.dev.set(u);
         }
         Ok(())

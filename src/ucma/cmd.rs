@@ -109,18 +109,24 @@ pub fn kernel_wrote(p: *const u8, len: usize) {
     let _ = (p, len);
 }
 
-/// [`exec_into`] for a response buffer the library does not zero first:
-/// the caller sets beforehand whatever part the kernel might not write, and
-/// may treat the buffer as initialised only after success (see
-/// `ucma::get_event` and `ucma::query_addr`).
-/// On architectures without a valgrind client request here, the buffer is
-/// zeroed first (so that valgrind has nothing to report there either).
+/// A response buffer the library does not zero, as its pointer: on
+/// architectures without a valgrind client request here
+/// ([`kernel_wrote`]) it is zeroed after all, so that valgrind has nothing
+/// to report there either. Called before the caller sets the fields the
+/// kernel might not write.
+pub fn unzeroed<T: Plain>(resp: &mut std::mem::MaybeUninit<T>) -> *mut T {
+    if cfg!(not(target_arch = "x86_64")) {
+        // SAFETY: our buffer; all-zero is a valid response (Plain).
+        unsafe { resp.as_mut_ptr().write_bytes(0, 1) };
+    }
+    resp.as_mut_ptr()
+}
+
+/// [`exec_into`] for a response buffer the library does not zero first
+/// ([`unzeroed`]): the caller sets beforehand whatever part the kernel
+/// might not write, and may treat the buffer as initialised only after
+/// success (see `ucma::get_event` and `ucma::query_addr`).
 pub fn exec_uninit<C: Command>(fd: RawFd, mut cmd: C, resp: &mut std::mem::MaybeUninit<C::Resp>) -> Result<()> {
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: our buffer; all-zero is a valid response.
-    unsafe {
-        resp.as_mut_ptr().write_bytes(0, 1)
-    };
     cmd.set_response(resp.as_mut_ptr() as u64);
     send(fd, C::OP, cmd, std::mem::size_of::<C::Resp>())
 }

@@ -114,7 +114,7 @@ pub fn resolve_route(fd: RawFd, id: u32, timeout_ms: u32) -> Result<()> {
 /// QUERY(ADDR): addresses, device GUID and index (`u32::MAX` from kernels
 /// that do not report it), port, pkey; into `resp`.
 pub fn query_addr(fd: RawFd, id: u32, resp: &mut MaybeUninit<QueryAddrResp>) -> Result<&QueryAddrResp> {
-    let p = resp.as_mut_ptr();
+    let p = unzeroed(resp);
     // SAFETY: fields of our buffer, written in place. Kernels before 5.5
     // do not write these two; every kernel writes all bytes before them.
     unsafe {
@@ -137,7 +137,7 @@ pub fn query_gid(fd: RawFd, id: u32, resp: &mut QueryAddrResp) -> Result<()> {
 
 /// QUERY(PATH): up to six path records.
 pub fn query_path(fd: RawFd, id: u32, resp: &mut MaybeUninit<QueryPathResp>) -> Result<&[PathRecData]> {
-    let p = resp.as_mut_ptr();
+    let p = unzeroed(resp);
     // The kernel writes the header and one record per path while more than
     // a record's room is left, so never the last record of our buffer:
     // that one is zeroed here (a route of more paths shows it zero, as
@@ -199,7 +199,7 @@ pub fn migrate_id(new_fd: RawFd, id: u32, old_fd: RawFd) -> Result<u32> {
 /// GET_EVENT into `resp`: blocks (unless the fd is non-blocking) until an
 /// event is queued.
 pub fn get_event(fd: RawFd, resp: &mut MaybeUninit<EventResp>) -> Result<&EventResp> {
-    let p = resp.as_mut_ptr();
+    let p = unzeroed(resp);
     // SAFETY: fields of our buffer, written in place. Kernels before 5.8
     // do not write these two; every kernel writes all bytes before them.
     unsafe {
