@@ -355,6 +355,17 @@ impl<T> Shared<T> {
         if !pool.contains(p as *const u8) {
             return None;
         }
+        // SAFETY: a slot of `pool`, which holds only our blocks.
+        unsafe { Self::upgrade_slot(p) }
+    }
+
+    /// [`Shared::upgrade`] of an address known to be a slot of a pool of
+    /// `Shared<T>` blocks (one a live owner was taken from: see
+    /// `handle::FdMap`).
+    ///
+    /// # Safety
+    /// `p` is the value's address in a slot of such a pool.
+    pub unsafe fn upgrade_slot(p: *const T) -> Option<Shared<T>> {
         let ptr = p as *mut Inner<T>;
         // SAFETY: a slot of the pool: readable for the life of the
         // process; the counter is an atomic in every state of the slot.

@@ -11,10 +11,17 @@
 //! A table is split into shards, each behind its own mutex held only for a
 //! hash-map operation: calls on different handles almost never meet, and
 //! no call holds a shard across anything that can block.
+//!
+//! Rsocket descriptors, looked up by every data call, use an [`FdMap`]
+//! instead: pages of atomic entries indexed by descriptor, read with no
+//! lock, for values that live in a pool (`slab.rs`).
 
+use crate::cmem::Shared;
 use crate::error::{Error, Result};
+use crate::slab::Slab;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 const SHARDS: usize = 16;
@@ -128,6 +135,119 @@ impl<V> Default for Table<V> {
     }
 }
 
+/// Descriptors below this are found in [`FdMap`]'s pages, with no lock;
+/// larger ones (possible with a raised RLIMIT_NOFILE) in a [`Table`].
+const FD_DIRECT: usize = FD_PAGE * FD_PAGES;
+const FD_PAGE: usize = 1024;
+const FD_PAGES: usize = 1024;
+
+/// One page of [`FdMap`] entries: the value's address (a pool slot, owning
+/// one count) or null.
+struct FdPage<T>([AtomicPtr<T>; FD_PAGE]);
+
+/// Owners of pooled values by descriptor number. A lookup (every rsocket
+/// call makes one) takes no lock: it reads the entry's address, counts a
+/// reference with [`Shared::upgrade_slot`] (which refuses a value whose
+/// count reached 0), and checks that the entry still names that address
+/// (then it is the same value: a slot is reused only after its count
+/// reached 0, and ours is not). Pages are made on first use and never
+/// freed (at most 8 MiB, for descriptors up to a million).
+pub struct FdMap<T: 'static> {
+    pool: &'static Slab,
+    pages: [AtomicPtr<FdPage<T>>; FD_PAGES],
+    big: Table<Shared<T>>,
+}
+
+impl<T: 'static> FdMap<T> {
+    /// A map of values that live in `pool` (made with `Shared::<T>::LAYOUT`
+    /// and `Shared::<T>::init_slot`, holding nothing else).
+    pub const fn new(pool: &'static Slab) -> Self {
+        FdMap { pool, pages: [const { AtomicPtr::new(std::ptr::null_mut()) }; FD_PAGES], big: Table::new() }
+    }
+
+    /// The entry of `fd` (which is below FD_DIRECT), if its page exists.
+    fn slot(&self, fd: usize) -> Option<&AtomicPtr<T>> {
+        let page = self.pages[fd / FD_PAGE].load(Ordering::Acquire);
+        // SAFETY: pages are never freed once published.
+        (!page.is_null()).then(|| unsafe { &(*page).0[fd % FD_PAGE] })
+    }
+
+    /// Record `v` under `fd`; a value already there is dropped. EINVAL for
+    /// a value outside the pool, ENOMEM if a page cannot be made.
+    pub fn insert(&self, fd: usize, v: Shared<T>) -> Result<()> {
+        if !self.pool.contains(Shared::as_ptr(&v) as *const u8) {
+            return Err(Error::INVAL);
+        }
+        if fd >= FD_DIRECT {
+            return self.big.insert(fd, v);
+        }
+        let slot = match self.slot(fd) {
+            Some(s) => s,
+            None => {
+                let layout = std::alloc::Layout::new::<FdPage<T>>();
+                // SAFETY: non-zero size; all-zero is a page of null entries.
+                let fresh = unsafe { std::alloc::alloc_zeroed(layout) } as *mut FdPage<T>;
+                if fresh.is_null() {
+                    return Err(Error::NOMEM);
+                }
+                let top = &self.pages[fd / FD_PAGE];
+                if top.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                    // Another thread made it first.
+                    // SAFETY: ours, never published.
+                    unsafe { std::alloc::dealloc(fresh as *mut u8, layout) };
+                }
+                self.slot(fd).ok_or(Error::NOMEM)?
+            }
+        };
+        let old = slot.swap(Shared::into_raw(v) as *mut T, Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: the entry owned that count.
+            drop(unsafe { Shared::from_raw(old) });
+        }
+        Ok(())
+    }
+
+    /// A counted reference to the value of `fd`.
+    pub fn get(&self, fd: usize) -> Option<Shared<T>> {
+        if fd >= FD_DIRECT {
+            return self.big.get(fd);
+        }
+        let slot = self.slot(fd)?;
+        loop {
+            let p = slot.load(Ordering::Acquire);
+            if p.is_null() {
+                return None;
+            }
+            // SAFETY: every address an entry holds is a slot of our pool
+            // (checked by insert), which holds only Shared<T> blocks.
+            let v = unsafe { Shared::upgrade_slot(p) };
+            if v.is_some() && slot.load(Ordering::Acquire) == p {
+                return v;
+            }
+            // The entry changed meanwhile: look again.
+            drop(v);
+        }
+    }
+
+    /// Whether `fd` has a value.
+    pub fn contains(&self, fd: usize) -> bool {
+        if fd >= FD_DIRECT {
+            return self.big.with(fd, |v| v.is_some());
+        }
+        self.slot(fd).is_some_and(|s| !s.load(Ordering::Acquire).is_null())
+    }
+
+    /// Take the value of `fd` out.
+    pub fn remove(&self, fd: usize) -> Option<Shared<T>> {
+        if fd >= FD_DIRECT {
+            return self.big.remove(fd);
+        }
+        let p = self.slot(fd)?.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: the entry owned that count.
+        (!p.is_null()).then(|| unsafe { Shared::from_raw(p) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +278,74 @@ mod tests {
         assert!(t.with(0x7f00_0000_0010, |v| v.is_some()));
         assert_eq!(t.remove(0x7f00_0000_0010), Some(0x7f00_0000_0010usize as u32));
         assert_eq!(t.remove(0x7f00_0000_0010), None);
+    }
+
+    static VALS: Slab = Slab::new(Shared::<(u64, u64)>::LAYOUT, Shared::<(u64, u64)>::init_slot);
+
+    fn pooled(v: u64) -> Shared<(u64, u64)> {
+        // SAFETY: the value is written whole; VALS holds only these.
+        unsafe { Shared::try_new_pooled(&VALS, v as usize, |p: *mut (u64, u64)| p.write((v, !v))) }.unwrap()
+    }
+
+    #[test]
+    fn fd_map_insert_get_remove() {
+        static M: FdMap<(u64, u64)> = FdMap::new(&VALS);
+        for fd in [0usize, 1, 1023, 1024, 70_000, FD_DIRECT - 1, FD_DIRECT, FD_DIRECT + 5] {
+            assert!(M.get(fd).is_none() && !M.contains(fd));
+            M.insert(fd, pooled(fd as u64)).unwrap();
+            assert!(M.contains(fd));
+            assert_eq!(*M.get(fd).unwrap(), (fd as u64, !(fd as u64)));
+        }
+        // Replacing drops the old value's count.
+        let a = pooled(5);
+        M.insert(3, a.clone()).unwrap();
+        M.insert(3, pooled(6)).unwrap();
+        assert_eq!(M.get(3).unwrap().0, 6);
+        assert_eq!(M.remove(3).unwrap().0, 6);
+        assert!(M.remove(3).is_none() && M.get(3).is_none());
+        // A value outside the pool is refused.
+        static N: FdMap<(u64, u64)> = FdMap::new(&VALS);
+        assert_eq!(N.insert(9, Shared::try_new((1, 2)).unwrap()), Err(Error::INVAL));
+        assert!(N.get(9).is_none());
+        drop(a);
+    }
+
+    #[test]
+    fn fd_map_lookups_race_with_replacement() {
+        // Readers never see a value that is not the entry's (each value's
+        // halves stay complementary), while a writer replaces and removes
+        // entries, so that slots are freed and reused under them.
+        static M: FdMap<(u64, u64)> = FdMap::new(&VALS);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut seen = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        for fd in 0..8 {
+                            if let Some(v) = M.get(fd) {
+                                assert_eq!(v.1, !v.0);
+                                assert_eq!(v.0 % 8, fd as u64);
+                                seen += 1;
+                            }
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        for i in 0..20_000u64 {
+            let fd = (i % 8) as usize;
+            if i % 3 == 0 {
+                drop(M.remove(fd));
+            } else {
+                M.insert(fd, pooled(i - i % 8 + fd as u64 + 8)).unwrap();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let seen: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+        assert!(seen > 0);
     }
 
     #[test]

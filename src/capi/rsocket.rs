@@ -211,8 +211,7 @@ fn recv(socket: c_int, dst: &mut [IoSliceMut], flags: c_int) -> Result<usize> {
     if let Some(d) = dgram::lookup(socket) {
         return dgram::recv(&d, dst, flags).map(|r| dg_len(&r, flags));
     }
-    let s = socket::lookup(socket)?;
-    let call = socket::RSocket::enter(&s);
+    let call = socket::RSocket::enter_owned(socket::lookup(socket)?);
     api::recv(&call, dst, flags)
 }
 
@@ -220,8 +219,7 @@ fn send(socket: c_int, src: &[IoSlice], flags: c_int) -> Result<usize> {
     if let Some(d) = dgram::lookup(socket) {
         return dgram::send(&d, src, flags, None);
     }
-    let s = socket::lookup(socket)?;
-    let call = socket::RSocket::enter(&s);
+    let call = socket::RSocket::enter_owned(socket::lookup(socket)?);
     api::send(&call, src, flags)
 }
 

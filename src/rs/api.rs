@@ -240,7 +240,10 @@ pub fn recv(s: &Call, dst: &mut [IoSliceMut], flags: i32) -> Result<usize> {
 type Locked<'a, T> = (MutexGuard<'a, Inner>, Result<T>);
 
 fn recv_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, dst: &mut [IoSliceMut], flags: i32) -> Locked<'a, usize> {
-    let want: usize = dst.iter().map(|b| b.len()).sum();
+    let waitall = flags & libc::MSG_WAITALL != 0;
+    // The total asked for matters only to MSG_WAITALL (and whether it is 0).
+    let want: usize =
+        if waitall { dst.iter().map(|b| b.len()).sum() } else { dst.iter().any(|b| !b.is_empty()) as usize };
     let nonblock = nonblocking(&g, flags);
     let mut g = match wait_open(s, g, nonblock) {
         Ok(g) => g,
@@ -269,7 +272,7 @@ fn recv_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, dst: &mut [IoSliceM
                 got += n;
                 rest = skip(rest, n);
                 socket::credits(&mut g);
-                if got == want || peek || flags & libc::MSG_WAITALL == 0 || !g.rd {
+                if !waitall || got == want || peek || !g.rd {
                     return (g, Ok(got));
                 }
                 continue;

@@ -22,6 +22,21 @@ pub(crate) const MAX_CHUNK: u32 = 65536;
 /// Free send-ring bytes needed before sending.
 pub(crate) const SEND_LOWAT: u32 = 2048;
 
+/// `(a + b) % m`, without a division when the sum is below `2 * m` (it
+/// always is for ring positions: `a < m`, `b <= m`), which keeps the data
+/// path free of divisions.
+#[inline]
+fn ring_add(a: u32, b: u32, m: u32) -> u32 {
+    let r = a + b;
+    if r < m {
+        r
+    } else if r - m < m {
+        r - m
+    } else {
+        r % m
+    }
+}
+
 /// A read position that does not consume (MSG_PEEK).
 #[derive(Clone, Copy, Debug)]
 pub struct ReadPos {
@@ -220,7 +235,7 @@ impl Flow {
         self.sqe_avail -= 1;
         self.sbuf_avail -= len;
         let off = self.sbuf_head;
-        self.sbuf_head = (self.sbuf_head + len) % self.sbuf_size;
+        self.sbuf_head = ring_add(self.sbuf_head, len, self.sbuf_size);
         Some(off)
     }
 
@@ -238,7 +253,7 @@ impl Flow {
         self.sseq_no = self.sseq_no.wrapping_add(1);
         self.sqe_avail -= 1;
         self.sbuf_avail -= len;
-        self.sbuf_head = (self.sbuf_head + len) % self.sbuf_size;
+        self.sbuf_head = ring_add(self.sbuf_head, len, self.sbuf_size);
         Some(c)
     }
 
@@ -343,7 +358,7 @@ impl Flow {
     pub fn advance(&self, pos: &mut ReadPos, n: u32) {
         let n = n.min(pos.left);
         pos.left -= n;
-        pos.off = (pos.off + n) % self.rbuf_size;
+        pos.off = ring_add(pos.off, n, self.rbuf_size);
         if pos.left == 0 {
             pos.msg += 1;
             pos.left = self.rmsg.get(pos.msg).copied().unwrap_or(0);
@@ -355,7 +370,7 @@ impl Flow {
         let Some(front) = self.rmsg.front_mut() else { return };
         let n = n.min(*front);
         *front -= n;
-        self.rbuf_read = (self.rbuf_read + n) % self.rbuf_size;
+        self.rbuf_read = ring_add(self.rbuf_read, n, self.rbuf_size);
         self.rbuf_avail += n;
         if *front == 0 {
             self.rmsg.pop_front();
@@ -379,8 +394,8 @@ impl Flow {
             let s = Sge { addr: rbuf_addr + self.rbuf_free_offset as u64, key: rbuf_rkey, length: half };
             let idx = self.remote_sge_index;
             self.rbuf_avail -= half;
-            self.rbuf_free_offset = (self.rbuf_free_offset + half) % self.rbuf_size;
-            self.remote_sge_index = (self.remote_sge_index + 1) % self.peer_sgl_count;
+            self.rbuf_free_offset = ring_add(self.rbuf_free_offset, half, self.rbuf_size);
+            self.remote_sge_index = ring_add(self.remote_sge_index, 1, self.peer_sgl_count);
             self.unfilled += half as u64;
             (s, idx)
         });

@@ -14,7 +14,8 @@ use super::stream::Conn;
 use crate::cm::id::Id;
 use crate::cmem::Shared;
 use crate::error::{Error, Result};
-use crate::handle::Table;
+use crate::handle::{FdMap, Table};
+use crate::slab::Slab;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -84,12 +85,9 @@ pub struct Inner {
 pub struct RSocket {
     sig: Signal,
     inner: Mutex<Inner>,
-    /// Application threads inside a call on this socket: while there are
-    /// any, they process the completions themselves.
-    active: AtomicU32,
-    /// The engine saw a completion event while application threads were
-    /// inside: the last one out processes it.
-    missed: AtomicBool,
+    /// Application calls on this socket and the engine's flags about
+    /// them, in one word ([`Calls`]).
+    calls: Calls,
     /// Whether the engine's watch on the completion channel is enabled (it
     /// is one-shot: a delivered event disables it). A thread about to
     /// sleep on the channel disables it; the engine enables it again once
@@ -97,12 +95,8 @@ pub struct RSocket {
     /// the engine never wakes together with a thread that waits for the
     /// completions itself, nor for an application that polls in a loop.
     watching: AtomicBool,
-    /// Calls finished (the engine sees whether the application came back).
-    exits: AtomicU32,
-    /// The count the engine saw at its last tick.
+    /// The count of finished calls the engine saw at its last tick.
     exits_seen: AtomicU32,
-    /// In the engine's hand-off list.
-    pending: AtomicBool,
     /// How long (ms) the engine waits before it looks at the socket again
     /// (`handoff_due`): 1, doubled each time the application turned out to
     /// be back in a call, up to `HANDOFF_MAX_MS`; 1 again after a hand-off.
@@ -110,6 +104,45 @@ pub struct RSocket {
     /// When (engine ms) the engine looks at the socket next; 0: not yet
     /// seen since it joined the list.
     look_at: AtomicU64,
+}
+
+/// Application calls on a socket, and the engine's flags about them, in one
+/// atomic word, so that a call costs one atomic operation on the way in
+/// and, usually, one on the way out:
+/// - bits 0-19: application threads inside a call (while there are any,
+///   they process the completions themselves);
+/// - `MISSED`: the engine saw a completion event while threads were
+///   inside: the last one out processes it;
+/// - `PENDING`: the socket is in the engine's hand-off list;
+/// - bits 32-63: calls finished (the engine sees whether the application
+///   came back), wrapping.
+///
+/// All updates are read-modify-writes of the one word, so the engine's
+/// "is anyone inside?" and a thread's "did the engine leave me an event?"
+/// are decided in one total order.
+struct Calls(AtomicU64);
+
+const ACTIVE_MASK: u64 = (1 << 20) - 1;
+const MISSED: u64 = 1 << 20;
+const PENDING: u64 = 1 << 21;
+const EXIT_ONE: u64 = 1 << 32;
+
+impl Calls {
+    fn active(w: u64) -> u64 {
+        w & ACTIVE_MASK
+    }
+    fn exits(w: u64) -> u32 {
+        (w >> 32) as u32
+    }
+    fn load(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+    fn set(&self, bits: u64) -> u64 {
+        self.0.fetch_or(bits, Ordering::SeqCst)
+    }
+    fn clear(&self, bits: u64) -> u64 {
+        self.0.fetch_and(!bits, Ordering::SeqCst)
+    }
 }
 
 /// Sockets whose application left a call: the engine takes over their
@@ -196,8 +229,11 @@ pub(crate) const WATCH_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLONESHOT) as u32
 // SAFETY: the raw libibverbs pointers inside are used under the mutex.
 unsafe impl Send for Inner {}
 
+/// Every socket lives in a slot of this pool, so that the descriptor map
+/// finds it with no lock (`handle::FdMap`).
+static POOL: Slab = Slab::new(Shared::<RSocket>::LAYOUT, Shared::<RSocket>::init_slot);
 /// Live sockets by descriptor.
-static SOCKETS: Table<Shared<RSocket>> = Table::new();
+static SOCKETS: FdMap<RSocket> = FdMap::new(&POOL);
 /// Sockets by the address of their CM id (for CM events).
 static BY_ID: Table<Shared<RSocket>> = Table::new();
 
@@ -207,7 +243,8 @@ impl RSocket {
     pub fn create(domain: i32, id: Shared<Id>, opts: Opts, cloexec: bool) -> Result<Shared<RSocket>> {
         let (sig, shown) = Signal::new(cloexec)?;
         let idkey = Id::key(&id);
-        let s = Shared::try_new(RSocket {
+        let fd = sig.fd();
+        let value = RSocket {
             sig,
             inner: Mutex::new(Inner {
                 phase: Phase::Init,
@@ -229,17 +266,16 @@ impl RSocket {
                 deferred_ctrl: None,
                 deferred_idle_since: None,
             }),
-            active: AtomicU32::new(0),
-            missed: AtomicBool::new(false),
+            calls: Calls(AtomicU64::new(0)),
             watching: AtomicBool::new(false),
-            exits: AtomicU32::new(0),
             exits_seen: AtomicU32::new(0),
-            pending: AtomicBool::new(false),
             patience: AtomicU32::new(1),
             look_at: AtomicU64::new(0),
-        })?;
+        };
+        // SAFETY: the value is written whole; POOL holds only sockets.
+        let s = unsafe { Shared::try_new_pooled(&POOL, fd as usize, |p: *mut RSocket| p.write(value)) }?;
         BY_ID.insert(idkey, s.clone())?;
-        if let Err(e) = SOCKETS.insert(s.fd() as usize, s.clone()) {
+        if let Err(e) = SOCKETS.insert(fd as usize, s.clone()) {
             BY_ID.remove(idkey);
             return Err(e);
         }
@@ -263,19 +299,31 @@ impl RSocket {
     }
 
     /// Mirror the socket's state onto its descriptor.
+    #[inline]
     pub fn show(&self, g: &mut Inner) {
         let want = readiness(g);
         if want != g.shown {
-            let mut shown = g.shown;
-            let _ = self.sig.apply(&mut shown, want);
-            g.shown = shown;
+            self.apply(g, want);
         }
+    }
+
+    #[inline(never)]
+    fn apply(&self, g: &mut Inner, want: Ready) {
+        let mut shown = g.shown;
+        let _ = self.sig.apply(&mut shown, want);
+        g.shown = shown;
     }
 
     /// An application call begins on this socket.
     pub fn enter(this: &Shared<RSocket>) -> Call {
-        this.active.fetch_add(1, Ordering::SeqCst);
-        Call { s: this.clone(), shown: std::cell::Cell::new(false) }
+        Self::enter_owned(this.clone())
+    }
+
+    /// [`RSocket::enter`] with a reference the call keeps (the one a lookup
+    /// just counted).
+    pub fn enter_owned(this: Shared<RSocket>) -> Call {
+        this.calls.0.fetch_add(1, Ordering::SeqCst);
+        Call { s: this, shown: std::cell::Cell::new(false) }
     }
 
     /// The engine got a completion event (its watch is now disabled):
@@ -283,9 +331,8 @@ impl RSocket {
     /// the last one out will.
     pub fn engine_may_progress(&self) -> bool {
         self.watching.store(false, Ordering::SeqCst);
-        self.missed.store(true, Ordering::SeqCst);
-        if self.active.load(Ordering::SeqCst) == 0 {
-            self.missed.store(false, Ordering::SeqCst);
+        if Calls::active(self.calls.set(MISSED)) == 0 {
+            self.calls.clear(MISSED);
             true
         } else {
             false
@@ -346,15 +393,14 @@ impl RSocket {
     /// The last thread out of a call on a connected socket: the engine
     /// will take over its completions if the application stays away.
     fn left(this: &Shared<RSocket>) {
-        this.exits.fetch_add(1, Ordering::SeqCst);
-        if this.pending.swap(true, Ordering::SeqCst) {
+        if this.calls.set(PENDING) & PENDING != 0 {
             return;
         }
         let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
         if h.try_reserve(1).is_err() {
             // No memory for the list: hand over at once.
             drop(h);
-            this.pending.store(false, Ordering::SeqCst);
+            this.calls.clear(PENDING);
             let mut g = this.lock();
             settle(&mut g, true);
             this.watch_enabled(&g);
@@ -377,7 +423,7 @@ impl RSocket {
         let due = this.look_at.load(Ordering::SeqCst);
         if due == 0 {
             // First look: count the application's calls from here.
-            this.exits_seen.store(this.exits.load(Ordering::SeqCst), Ordering::SeqCst);
+            this.exits_seen.store(Calls::exits(this.calls.load()), Ordering::SeqCst);
             let d = now + this.patience.load(Ordering::SeqCst) as u64;
             this.look_at.store(d, Ordering::SeqCst);
             return Some(d);
@@ -403,9 +449,9 @@ impl RSocket {
     /// there is nothing to hand over); else the application came back, and
     /// whether its exit put the socket in the list again meanwhile.
     fn handoff(this: &Shared<RSocket>) -> Handoff {
-        this.pending.store(false, Ordering::SeqCst);
-        let exits = this.exits.load(Ordering::SeqCst);
-        if this.active.load(Ordering::SeqCst) == 0 && this.exits_seen.load(Ordering::SeqCst) == exits {
+        let w = this.calls.clear(PENDING);
+        let exits = Calls::exits(w);
+        if Calls::active(w) == 0 && this.exits_seen.load(Ordering::SeqCst) == exits {
             let mut g = this.lock();
             if g.phase == Phase::Connected && g.conn.is_some() {
                 settle(&mut g, true);
@@ -416,7 +462,7 @@ impl RSocket {
         }
         this.exits_seen.store(exits, Ordering::SeqCst);
         // Still in the list unless an exit meanwhile put it there again.
-        if this.pending.swap(true, Ordering::SeqCst) {
+        if this.calls.set(PENDING) & PENDING != 0 {
             Handoff::BackListed
         } else {
             Handoff::Back
@@ -438,8 +484,15 @@ impl Drop for Call {
     fn drop(&mut self) {
         let s = &self.s;
         let shown = self.shown.get();
-        if s.active.fetch_sub(1, Ordering::SeqCst) == 1 {
-            let missed = s.missed.swap(false, Ordering::SeqCst);
+        // One step: this thread is out, one more call finished.
+        let w = s.calls.0.fetch_add(EXIT_ONE.wrapping_sub(1), Ordering::SeqCst);
+        if Calls::active(w) == 1 {
+            let missed = w & MISSED != 0 && s.calls.clear(MISSED) & MISSED != 0;
+            if shown && !missed && w & PENDING != 0 {
+                // Already in the hand-off list (the engine clears the
+                // flag before it looks, so a return now is seen).
+                return;
+            }
             if shown && !missed {
                 // The call showed the state at its end; whatever another
                 // thread changed since, that thread shows on its way out
@@ -484,7 +537,7 @@ pub fn hand_over_now() {
         return;
     }
     list.retain(|s| {
-        s.exits_seen.store(s.exits.load(Ordering::SeqCst), Ordering::SeqCst);
+        s.exits_seen.store(Calls::exits(s.calls.load()), Ordering::SeqCst);
         match RSocket::handoff(s) {
             Handoff::Done => {
                 s.look_at.store(0, Ordering::SeqCst);
@@ -517,7 +570,7 @@ pub fn return_handoffs(mut keep: Vec<Shared<RSocket>>) -> (bool, bool) {
         // No memory: those sockets are handed over now instead.
         drop(h);
         for s in keep {
-            s.exits_seen.store(s.exits.load(Ordering::SeqCst), Ordering::SeqCst);
+            s.exits_seen.store(Calls::exits(s.calls.load()), Ordering::SeqCst);
             RSocket::handoff(&s);
             s.look_at.store(0, Ordering::SeqCst);
         }
@@ -529,7 +582,18 @@ pub fn return_handoffs(mut keep: Vec<Shared<RSocket>>) -> (bool, bool) {
 /// What the descriptor should report for this state (upstream's rpoll
 /// rules: a connection error and an error are readable and writable; a
 /// disconnected socket is readable, and hung up once its data is read).
+#[inline]
 pub fn readiness(g: &Inner) -> Ready {
+    if g.phase == Phase::Connected {
+        if let Some(c) = g.conn.as_ref() {
+            return Ready { readable: !g.rd || c.has_data(), writable: g.wr && c.can_send(), hup: false };
+        }
+    }
+    readiness_other(g)
+}
+
+#[inline(never)]
+fn readiness_other(g: &Inner) -> Ready {
     match g.phase {
         Phase::Listening => Ready { readable: !g.accepted.is_empty(), writable: true, hup: false },
         Phase::Connected => {
@@ -557,7 +621,7 @@ pub fn lookup(fd: i32) -> Result<Shared<RSocket>> {
 
 /// Whether a descriptor is an rsocket.
 pub fn is_rsocket(fd: i32) -> bool {
-    fd >= 0 && SOCKETS.with(fd as usize, |s| s.is_some())
+    fd >= 0 && SOCKETS.contains(fd as usize)
 }
 
 /// The socket a CM id belongs to.

@@ -384,10 +384,17 @@ impl Conn {
     }
 
     /// Send a credit update when one is due.
+    #[inline]
     pub fn send_credits(&mut self) -> Result<()> {
         if !self.flow.credit_due() {
             return Ok(());
         }
+        self.post_credit_update()
+    }
+
+    /// The credit update [`send_credits`](Self::send_credits) found due.
+    #[inline(never)]
+    fn post_credit_update(&mut self) -> Result<()> {
         let u = self.flow.take_credit_update(self.rbuf.addr(), self.rbuf.rkey());
         self.flow.ctrl_posted();
         let m = wire::imm(wire::OP_SGL, u.credits);
@@ -433,10 +440,14 @@ impl Conn {
 
     /// Whether a data message may be sent (taking a new target SGE if the
     /// peer wrote one).
+    #[inline]
     pub fn can_send(&self) -> bool {
-        if self.flow.can_send() {
-            return true;
-        }
+        self.flow.can_send() || self.can_send_next()
+    }
+
+    /// [`can_send`](Self::can_send) once the current target SGE is used up.
+    #[inline(never)]
+    fn can_send_next(&self) -> bool {
         // The table may hold a new entry: look without taking it.
         let mut b = [0u8; wire::SGE_LEN];
         let i = self.flow.target_index();
@@ -472,7 +483,8 @@ impl Conn {
         let first = (len as usize).min(size - off);
         let mut copied = 0;
         while copied < len as usize {
-            let at = (off + copied) % size;
+            // (off + copied) % size: off < size, copied < len <= size.
+            let at = if off + copied < size { off + copied } else { (off + copied - size) % size };
             let room = if copied < first { first - copied } else { len as usize - copied };
             let piece = src.take(room);
             if piece.is_empty() {
@@ -648,32 +660,48 @@ impl Conn {
     /// Take every completion: received messages into the flow state,
     /// finished sends back to the budgets; receives reposted while
     /// `connected`.
+    #[inline]
     pub fn poll(&mut self, connected: bool) -> Polled {
-        let mut p = Polled::default();
-        let mut reposts = 0u32;
         // The send CQ only while sends are outstanding.
         let sends = !self.sends_idle();
         let mut wcs = std::mem::MaybeUninit::<[ibv_wc; POLL_BATCH]>::uninit();
+        let base = wcs.as_mut_ptr() as *mut ibv_wc;
+        // SAFETY: our live CQ; room for POLL_BATCH completions.
+        let n = unsafe { verbs::rdmacm_shim_poll_cq(self.rcq.cq, POLL_BATCH as i32, base) };
+        if n <= 0 && !sends {
+            // Nothing (the call that finds nothing: kept short).
+            return Polled::default();
+        }
+        self.poll_rest(connected, sends, n, base)
+    }
+
+    /// [`poll`](Self::poll) once something may have completed: the first
+    /// batch of the receive CQ (`n` completions at `wcs`, room for
+    /// POLL_BATCH), the rest of it, the send CQ if `sends`, the reposts.
+    #[inline(never)]
+    fn poll_rest(&mut self, connected: bool, sends: bool, mut n: i32, wcs: *mut ibv_wc) -> Polled {
+        let mut p = Polled::default();
+        let mut reposts = 0u32;
         for cq in [self.rcq.cq, self.scq.cq] {
-            if cq == self.scq.cq && !sends {
-                break;
-            }
-            loop {
-                let base = wcs.as_mut_ptr() as *mut ibv_wc;
-                // SAFETY: our live CQ; room for POLL_BATCH completions.
-                let n = unsafe { verbs::rdmacm_shim_poll_cq(cq, POLL_BATCH as i32, base) };
-                if n <= 0 {
+            if cq == self.scq.cq {
+                if !sends {
                     break;
                 }
+                // SAFETY: our live CQ; room for POLL_BATCH completions.
+                n = unsafe { verbs::rdmacm_shim_poll_cq(cq, POLL_BATCH as i32, wcs) };
+            }
+            while n > 0 {
                 self.epoch += n as u64;
                 for i in 0..n as usize {
                     // SAFETY: the provider filled the first n entries.
-                    let wc = unsafe { &*base.add(i) };
+                    let wc = unsafe { &*wcs.add(i) };
                     self.completed(wc, &mut p, &mut reposts);
                 }
                 if (n as usize) < POLL_BATCH {
                     break;
                 }
+                // SAFETY: as above.
+                n = unsafe { verbs::rdmacm_shim_poll_cq(cq, POLL_BATCH as i32, wcs) };
             }
         }
         if connected && p.violation.is_none() {
