@@ -156,7 +156,42 @@ for lib in upstream ours; do
 			"$(awk -v a="$x" -v b="$y" 'BEGIN { printf "%.2f  %s (target 1.20)", a / b, (a <= 1.2 * b) ? "met" : "MISS" }')"
 	done
 done
-echo "(3 alternating rounds, medians; per round: memory ${sum[mem.upstream]}/ ${sum[mem.ours]}; 1 000 connected RC pairs: not measured yet)"
+echo "(3 alternating rounds, medians; per round: memory ${sum[mem.upstream]}/ ${sum[mem.ours]})"
+
+# Scale with connections: 1 000 connected RC pairs made and kept (cm_bench
+# pairs: both ids of a pair, each with an RC QP and the library's CQs over
+# rxe loopback), against 100: resident memory per pair, and the time of
+# making a pair (resolve, QPs, connect, accept, both ESTABLISHED) and of
+# tearing one down (disconnect both sides, destroy QPs and ids) with 1 000
+# alive against a run of 100. Same targets as above. Every id of upstream's
+# has its own completion channel (a descriptor): 2 000 of them need more
+# than the default 1 024 descriptors.
+ulimit -n 16384
+for r in 1 2 3; do
+	for lib in upstream ours; do
+		e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")
+		read -r _ _ mem _ last _ dlast < <(env "${e[@]}" $B pairs 1000)
+		read -r _ _ _ first _ dfirst _ < <(env "${e[@]}" $B pairs 100)
+		sum[pmem.$lib]+="$mem "
+		sum[pat1k.$lib]+="$last " sum[pat100.$lib]+="$first "
+		sum[pdat1k.$lib]+="$dlast " sum[pdat100.$lib]+="$dfirst "
+	done
+done
+echo
+printf '%-34s %10s %10s  %s\n' "1 000 connected RC pairs" upstream rdmacm-rs ratio
+mu=$(med <<<"${sum[pmem.upstream]}") mo=$(med <<<"${sum[pmem.ours]}")
+printf '%-34s %10s %10s  %s\n' "resident bytes per pair" "$mu" "$mo" \
+	"$(awk -v a="$mo" -v b="$mu" 'BEGIN { if (b > 0) printf "%.2f  %s (target 1.00)", a / b, (a <= b) ? "met" : "MISS"; else print "-  MISS (no figure)" }')"
+for lib in upstream ours; do
+	for k in "" d; do
+		x=$(med <<<"${sum[p${k}at1k.$lib]}") y=$(med <<<"${sum[p${k}at100.$lib]}") op="connect pair"
+		[ "$k" = d ] && op="tear down pair"
+		printf '%-34s %10s %10s  %s\n' "$lib $op us, 1 000 vs 100" "$x" "$y" \
+			"$(awk -v a="$x" -v b="$y" 'BEGIN { if (b > 0) printf "%.2f  %s (target 1.20)", a / b, (a <= 1.2 * b) ? "met" : "MISS"; else print "-  MISS (no figure)" }')"
+	done
+done
+echo "(3 alternating rounds, medians; per round: memory per pair ${sum[pmem.upstream]}/ ${sum[pmem.ours]}; the pair's"
+echo " memory includes the provider's QPs and CQs, the same for both libraries)"
 
 # Threads: 8 threads, each with its own channel and ids (create, bind,
 # resolve address, destroy), ids per second; the libraries alternate

@@ -33,6 +33,12 @@
  *       LAST DFIRST DLAST", the growth of the resident set per id, the
  *       median microseconds of create+bind over the first and the last
  *       100 ids, and of destroy over the first and last 100.
+ *   cm_bench pairs N
+ *       N connected RC pairs (as in conn mode) made and kept, then torn
+ *       down: prints "pairs N BYTES FIRST LAST DFIRST DLAST", the growth of
+ *       the resident set per pair, the median microseconds of making a pair
+ *       over the first and the last 100, and of tearing one down with the
+ *       most (first 100) and the fewest (last 100) alive.
  *   cm_bench threads T SECONDS
  *       T threads, each with its own event channel, each creating,
  *       binding, resolving (address, with its event) and destroying ids of
@@ -342,67 +348,152 @@ static int conn_wait(int i, struct rdma_event_channel *ch, int type, struct rdma
 }
 #define WAIT(ch, type, idp) conn_wait(i, ch, type, idp)
 
+/* The calls of conn and pairs modes, from the library the dynamic linker
+ * finds. */
+struct connlib {
+	struct rdma_event_channel *(*create_channel)(void);
+	int (*create_id)(struct rdma_event_channel *, struct rdma_cm_id **, void *, enum rdma_port_space);
+	int (*bind_addr)(struct rdma_cm_id *, struct sockaddr *);
+	int (*listen)(struct rdma_cm_id *, int);
+	int (*resolve_addr)(struct rdma_cm_id *, struct sockaddr *, struct sockaddr *, int);
+	int (*resolve_route)(struct rdma_cm_id *, int);
+	int (*create_qp)(struct rdma_cm_id *, struct ibv_pd *, struct ibv_qp_init_attr *);
+	void (*destroy_qp)(struct rdma_cm_id *);
+	int (*connect)(struct rdma_cm_id *, struct rdma_conn_param *);
+	int (*accept)(struct rdma_cm_id *, struct rdma_conn_param *);
+	int (*disconnect)(struct rdma_cm_id *);
+	int (*destroy_id)(struct rdma_cm_id *);
+	struct rdma_event_channel *sch, *cch;
+	struct rdma_cm_id *lis;
+};
+
+/* The calls, two channels (server, client) and a listener on port 7473;
+ * 0 on success. */
+static int connlib_open(struct connlib *l, int backlog)
+{
+	void *h = linked();
+	const char *L = "librdmacm.so.1";
+	struct sockaddr_in la = src;
+
+	l->create_channel = sym(h, L, "rdma_create_event_channel");
+	l->create_id = sym(h, L, "rdma_create_id");
+	l->bind_addr = sym(h, L, "rdma_bind_addr");
+	l->listen = sym(h, L, "rdma_listen");
+	l->resolve_addr = sym(h, L, "rdma_resolve_addr");
+	l->resolve_route = sym(h, L, "rdma_resolve_route");
+	l->create_qp = sym(h, L, "rdma_create_qp");
+	l->destroy_qp = sym(h, L, "rdma_destroy_qp");
+	l->connect = sym(h, L, "rdma_connect");
+	l->accept = sym(h, L, "rdma_accept");
+	l->disconnect = sym(h, L, "rdma_disconnect");
+	l->destroy_id = sym(h, L, "rdma_destroy_id");
+	conn_get = sym(h, L, "rdma_get_cm_event");
+	conn_ack = sym(h, L, "rdma_ack_cm_event");
+	l->sch = l->create_channel();
+	l->cch = l->create_channel();
+	la.sin_port = htons(7473);
+	if (!l->sch || !l->cch || l->create_id(l->sch, &l->lis, NULL, RDMA_PS_TCP) ||
+	    l->bind_addr(l->lis, (struct sockaddr *)&la) || l->listen(l->lis, backlog)) {
+		fprintf(stderr, "conn: no listener\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* Connection i: a client id resolved to the listener, a QP on each side,
+ * connected and accepted, both ESTABLISHED; the two ids in *c and *s. */
+static int connlib_pair(struct connlib *l, int i, struct rdma_cm_id **c, struct rdma_cm_id **s)
+{
+	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC },
+				qb = qa;
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1, .retry_count = 7,
+				     .rnr_retry_count = 7 };
+	struct sockaddr_in da = dst;
+	struct rdma_cm_id *x;
+
+	da.sin_port = htons(7473);
+	return l->create_id(l->cch, c, NULL, RDMA_PS_TCP) || l->resolve_addr(*c, NULL, (struct sockaddr *)&da, 2000) ||
+	       WAIT(l->cch, RDMA_CM_EVENT_ADDR_RESOLVED, &x) || l->resolve_route(*c, 2000) ||
+	       WAIT(l->cch, RDMA_CM_EVENT_ROUTE_RESOLVED, &x) || l->create_qp(*c, NULL, &qa) || l->connect(*c, &p) ||
+	       WAIT(l->sch, RDMA_CM_EVENT_CONNECT_REQUEST, s) || l->create_qp(*s, NULL, &qb) || l->accept(*s, &p) ||
+	       WAIT(l->cch, RDMA_CM_EVENT_ESTABLISHED, &x) || WAIT(l->sch, RDMA_CM_EVENT_ESTABLISHED, &x);
+}
+
+/* Disconnect pair i from the client, the server answering; QPs and ids
+ * destroyed. */
+static int connlib_unpair(struct connlib *l, int i, struct rdma_cm_id *c, struct rdma_cm_id *s)
+{
+	struct rdma_cm_id *x;
+
+	if (l->disconnect(c) || WAIT(l->sch, RDMA_CM_EVENT_DISCONNECTED, &x) || l->disconnect(s) ||
+	    WAIT(l->cch, RDMA_CM_EVENT_DISCONNECTED, &x))
+		return 1;
+	l->destroy_qp(c);
+	l->destroy_qp(s);
+	return l->destroy_id(c) || l->destroy_id(s);
+}
+
 /* conn mode: the connection steps with the library the dynamic linker
  * finds. */
 static int conn_cycle(int n)
 {
-	void *h = linked();
-	const char *L = "librdmacm.so.1";
-	struct rdma_event_channel *(*create_channel)(void) = sym(h, L, "rdma_create_event_channel");
-	int (*create_id)(struct rdma_event_channel *, struct rdma_cm_id **, void *, enum rdma_port_space) =
-		sym(h, L, "rdma_create_id");
-	int (*bind_addr)(struct rdma_cm_id *, struct sockaddr *) = sym(h, L, "rdma_bind_addr");
-	int (*listen)(struct rdma_cm_id *, int) = sym(h, L, "rdma_listen");
-	int (*resolve_addr)(struct rdma_cm_id *, struct sockaddr *, struct sockaddr *, int) =
-		sym(h, L, "rdma_resolve_addr");
-	int (*resolve_route)(struct rdma_cm_id *, int) = sym(h, L, "rdma_resolve_route");
-	int (*create_qp)(struct rdma_cm_id *, struct ibv_pd *, struct ibv_qp_init_attr *) = sym(h, L, "rdma_create_qp");
-	void (*destroy_qp)(struct rdma_cm_id *) = sym(h, L, "rdma_destroy_qp");
-	int (*connect)(struct rdma_cm_id *, struct rdma_conn_param *) = sym(h, L, "rdma_connect");
-	int (*accept)(struct rdma_cm_id *, struct rdma_conn_param *) = sym(h, L, "rdma_accept");
-	int (*disconnect)(struct rdma_cm_id *) = sym(h, L, "rdma_disconnect");
-	int (*get_event)(struct rdma_event_channel *, struct rdma_cm_event **) = sym(h, L, "rdma_get_cm_event");
-	int (*ack_event)(struct rdma_cm_event *) = sym(h, L, "rdma_ack_cm_event");
-	int (*destroy_id)(struct rdma_cm_id *) = sym(h, L, "rdma_destroy_id");
-	struct rdma_event_channel *sch = create_channel(), *cch = create_channel();
-	struct sockaddr_in la = src, da = dst;
-	struct rdma_cm_id *lis;
+	struct connlib l;
 	int i;
 
-	conn_get = get_event;
-	conn_ack = ack_event;
-	la.sin_port = da.sin_port = htons(7473);
-	i = -1;
-	if (!sch || !cch || create_id(sch, &lis, NULL, RDMA_PS_TCP) || bind_addr(lis, (struct sockaddr *)&la) ||
-	    listen(lis, 8)) {
-		fprintf(stderr, "conn: no listener\n");
+	if (connlib_open(&l, 8))
 		return 1;
-	}
 	for (i = 0; i < n; i++) {
-		struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
-							 .max_recv_sge = 1 },
-					       .qp_type = IBV_QPT_RC },
-					qb = qa;
-		struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1, .retry_count = 7,
-					     .rnr_retry_count = 7 };
-		struct rdma_cm_id *c, *s, *x;
+		struct rdma_cm_id *c, *s;
 
-		if (create_id(cch, &c, NULL, RDMA_PS_TCP) || resolve_addr(c, NULL, (struct sockaddr *)&da, 2000) ||
-		    WAIT(cch, RDMA_CM_EVENT_ADDR_RESOLVED, &x) || resolve_route(c, 2000) ||
-		    WAIT(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, &x) || create_qp(c, NULL, &qa) || connect(c, &p) ||
-		    WAIT(sch, RDMA_CM_EVENT_CONNECT_REQUEST, &s) || create_qp(s, NULL, &qb) || accept(s, &p) ||
-		    WAIT(cch, RDMA_CM_EVENT_ESTABLISHED, &x) || WAIT(sch, RDMA_CM_EVENT_ESTABLISHED, &x) ||
-		    disconnect(c) || WAIT(sch, RDMA_CM_EVENT_DISCONNECTED, &x) || disconnect(s) ||
-		    WAIT(cch, RDMA_CM_EVENT_DISCONNECTED, &x)) {
+		if (connlib_pair(&l, i, &c, &s) || connlib_unpair(&l, i, c, s)) {
 			fprintf(stderr, "conn %d failed\n", i);
 			return 1;
 		}
-		destroy_qp(c);
-		destroy_qp(s);
-		if (destroy_id(c) || destroy_id(s))
-			return 1;
 	}
-	return destroy_id(lis);
+	return l.destroy_id(l.lis);
+}
+
+static long rss_bytes(void);
+
+/* pairs mode: n connected RC pairs made and kept, then torn down; prints
+ * "pairs N BYTES FIRST LAST DFIRST DLAST": the growth of the resident set
+ * per pair (both ids, their QPs and CQs: the library's and the
+ * provider's), the median microseconds of making a pair over the first and
+ * the last 100, and of tearing one down with the most and the fewest alive. */
+static int pairs(int n)
+{
+	struct connlib l;
+	struct rdma_cm_id **c = calloc(n, sizeof(*c)), **s = calloc(n, sizeof(*s));
+	double *t = calloc(n, sizeof(double)), *d = calloc(n, sizeof(double));
+	long before, after;
+	int i, k = n < 100 ? n : 100;
+
+	if (!c || !s || !t || !d || connlib_open(&l, 1024))
+		return 1;
+	before = rss_bytes();
+	for (i = 0; i < n; i++) {
+		double t0 = now_us();
+
+		if (connlib_pair(&l, i, &c[i], &s[i])) {
+			fprintf(stderr, "pairs: pair %d failed\n", i);
+			return 1;
+		}
+		t[i] = now_us() - t0;
+	}
+	after = rss_bytes();
+	for (i = 0; i < n; i++) {
+		double t0 = now_us();
+
+		if (connlib_unpair(&l, i, c[n - 1 - i], s[n - 1 - i])) {
+			fprintf(stderr, "pairs: teardown %d failed\n", i);
+			return 1;
+		}
+		d[i] = now_us() - t0;
+	}
+	printf("pairs %d %ld %.2f %.2f %.2f %.2f\n", n, (after - before) / n, median(t, k), median(t + n - k, k),
+	       median(d + n - k, k), median(d, k));
+	return l.destroy_id(l.lis);
 }
 
 static long rss_bytes(void)
@@ -513,6 +604,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && !strcmp(argv[1], "scale"))
 		return scale(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "pairs"))
+		return pairs(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "conn"))
 		return conn_cycle(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "threads"))

@@ -9,7 +9,7 @@ use super::id::{Id, IdState};
 use super::qp;
 use crate::abi::*;
 use crate::error::{Error, Result};
-use crate::ucma::{self, cmd, cmd::Plain};
+use crate::ucma::{self, cmd};
 use crate::verbs;
 
 /// A caller's `struct rdma_conn_param`, its private data copied out.
@@ -32,15 +32,19 @@ fn limits(idp: &Id) -> Result<(u8, u8)> {
 }
 
 /// Upstream's parameter rules (PS_TCP only): a connection needs a QP or
-/// parameters; explicit read depths must fit the device.
-fn valid_param(idp: &Id, param: Option<&ConnParams>) -> Result<()> {
+/// parameters; explicit read depths must fit the device (`lim`, or the
+/// device's limits when None).
+fn valid_param(idp: &Id, param: Option<&ConnParams>, lim: Option<(u8, u8)>) -> Result<()> {
     if idp.ps() != RDMA_PS_TCP as u32 {
         return Ok(());
     }
     let Some(p) = param else {
         return if idp.qp().is_null() { Err(Error::INVAL) } else { Ok(()) };
     };
-    let (max_init, max_resp) = limits(idp)?;
+    let (max_init, max_resp) = match lim {
+        Some(l) => l,
+        None => limits(idp)?,
+    };
     if p.responder_resources != RDMA_MAX_RESP_RES as u8 && p.responder_resources > max_resp {
         return Err(Error::INVAL);
     }
@@ -50,37 +54,61 @@ fn valid_param(idp: &Id, param: Option<&ConnParams>) -> Result<()> {
     Ok(())
 }
 
-/// The kernel's connection parameters: `ai_connect` data first, then the
-/// caller's private data — refused (EINVAL) when both do not fit the
-/// kernel's 255 bytes (upstream overflows its buffer).
-fn conn_to_kern(st: &IdState, src: Option<&ConnParams>, qp_num: u32, srq: u8) -> Result<cmd::ConnParam> {
-    let mut k = cmd::ConnParam::zeroed();
-    k.qp_num = qp_num;
-    k.srq = srq;
-    k.responder_resources = st.responder_resources;
-    k.initiator_depth = st.initiator_depth;
-    k.valid = 1;
-    let head = st.connect_data.as_deref().map_or(&[][..], |d| d.as_bytes());
-    let data = src.map_or(&[][..], |p| p.private_data);
-    match src {
-        Some(p) => {
-            k.flow_control = p.flow_control;
-            k.retry_count = p.retry_count;
-            k.rnr_retry_count = p.rnr_retry_count;
+/// What a CONNECT or ACCEPT carries from the id's state, copied out under
+/// its lock: the read depths and the `ai_connect` data (at most 255
+/// bytes), so that the command is then built in place, outside the lock.
+struct FromState {
+    responder_resources: u8,
+    initiator_depth: u8,
+    head: [u8; u8::MAX as usize],
+    head_len: usize,
+}
+
+impl FromState {
+    /// EINVAL when the head and the caller's private data do not fit the
+    /// kernel's 255 bytes together (upstream overflows its buffer).
+    fn new(st: &IdState, src: Option<&ConnParams>) -> Result<FromState> {
+        let h = st.connect_data.as_deref().map_or(&[][..], |d| d.as_bytes());
+        let data = src.map_or(0, |p| p.private_data.len());
+        if h.len() + data > u8::MAX as usize {
+            return Err(Error::INVAL);
         }
-        None => {
-            k.retry_count = 7;
-            k.rnr_retry_count = 7;
+        let mut f = FromState {
+            responder_resources: st.responder_resources,
+            initiator_depth: st.initiator_depth,
+            head: [0; u8::MAX as usize],
+            head_len: h.len(),
+        };
+        f.head[..h.len()].copy_from_slice(h);
+        Ok(f)
+    }
+
+    /// The kernel's connection parameters, written into the zeroed `k` of
+    /// the command being built: the `ai_connect` data first, then the
+    /// caller's private data (their sum was checked by `new`).
+    fn fill(&self, k: &mut cmd::ConnParam, src: Option<&ConnParams>, qp_num: u32, srq: u8) {
+        k.qp_num = qp_num;
+        k.srq = srq;
+        k.responder_resources = self.responder_resources;
+        k.initiator_depth = self.initiator_depth;
+        k.valid = 1;
+        let data = src.map_or(&[][..], |p| p.private_data);
+        match src {
+            Some(p) => {
+                k.flow_control = p.flow_control;
+                k.retry_count = p.retry_count;
+                k.rnr_retry_count = p.rnr_retry_count;
+            }
+            None => {
+                k.retry_count = 7;
+                k.rnr_retry_count = 7;
+            }
         }
+        let (hl, len) = (self.head_len, self.head_len + data.len());
+        k.private_data[..hl].copy_from_slice(&self.head[..hl]);
+        k.private_data[hl..len].copy_from_slice(data);
+        k.private_data_len = len as u8;
     }
-    let len = head.len() + data.len();
-    if len > u8::MAX as usize {
-        return Err(Error::INVAL);
-    }
-    k.private_data[..head.len()].copy_from_slice(head);
-    k.private_data[head.len()..len].copy_from_slice(data);
-    k.private_data_len = len as u8;
-    Ok(k)
 }
 
 /// The QP number and SRQ flag of the id's own QP.
@@ -97,10 +125,13 @@ pub fn listen(idp: &Id, backlog: i32) -> Result<()> {
 
 /// CONNECT (the outcome arrives as an event).
 pub fn connect(idp: &Id, param: Option<&ConnParams>) -> Result<()> {
-    valid_param(idp, param)?;
-    let (max_init, max_resp) = limits(idp)?;
+    if idp.ps() == RDMA_PS_TCP as u32 && param.is_none() && idp.qp().is_null() {
+        return Err(Error::INVAL);
+    }
+    let lim @ (max_init, max_resp) = limits(idp)?;
+    valid_param(idp, param, Some(lim))?;
     let (qp_num, srq) = qp_info(idp).unwrap_or_else(|| param.map_or((0, 0), |p| (p.qp_num, p.srq)));
-    let (k, ece) = {
+    let (from, ece) = {
         let mut st = idp.lock();
         st.initiator_depth = match param {
             Some(p) if p.initiator_depth != RDMA_MAX_INIT_DEPTH as u8 => p.initiator_depth,
@@ -110,10 +141,13 @@ pub fn connect(idp: &Id, param: Option<&ConnParams>) -> Result<()> {
             Some(p) if p.responder_resources != RDMA_MAX_RESP_RES as u8 => p.responder_resources,
             _ => max_resp,
         };
-        (conn_to_kern(&st, param, qp_num, srq)?, cmd::Ece { vendor_id: st.local_ece.0, attr_mod: st.local_ece.1 })
+        (FromState::new(&st, param)?, cmd::Ece { vendor_id: st.local_ece.0, attr_mod: st.local_ece.1 })
     };
-    ucma::connect(idp.fd(), idp.handle(), &k, ece)?;
-    idp.lock().connect_data = None;
+    ucma::connect(idp.fd(), idp.handle(), ece, |k| from.fill(k, param, qp_num, srq))?;
+    if from.head_len > 0 {
+        // The ai_connect data went out once.
+        idp.lock().connect_data = None;
+    }
     Ok(())
 }
 
@@ -126,8 +160,8 @@ pub fn accept(idp: &Id, param: Option<&ConnParams>) -> Result<bool> {
         // Upstream reads the NULL parameters.
         (None, None) => return Err(Error::INVAL),
     };
-    valid_param(idp, param)?;
-    let (max_init, max_resp) = limits(idp)?;
+    let lim @ (max_init, max_resp) = limits(idp)?;
+    valid_param(idp, param, Some(lim))?;
     let (init_depth, resp_res) = {
         let mut st = idp.lock();
         st.initiator_depth = match param {
@@ -145,11 +179,13 @@ pub fn accept(idp: &Id, param: Option<&ConnParams>) -> Result<bool> {
         qp::to_rtr(idp, resp_res)?;
         qp::to_rts(idp, init_depth)?;
     }
-    let (k, ece) = {
+    let (from, ece) = {
         let st = idp.lock();
-        (conn_to_kern(&st, param, qp_num, srq)?, cmd::Ece { vendor_id: st.remote_ece.0, attr_mod: st.local_ece.1 })
+        (FromState::new(&st, param)?, cmd::Ece { vendor_id: st.remote_ece.0, attr_mod: st.local_ece.1 })
     };
-    if let Err(e) = ucma::accept(idp.fd(), idp.handle(), idp as *const Id as u64, &k, ece) {
+    if let Err(e) =
+        ucma::accept(idp.fd(), idp.handle(), idp as *const Id as u64, ece, |k| from.fill(k, param, qp_num, srq))
+    {
         let _ = qp::to_state(idp, verbs::IBV_QPS_ERR);
         return Err(e);
     }
@@ -168,7 +204,7 @@ pub fn reject(idp: &Id, data: &[u8], reason: u8) -> Result<()> {
 fn finish_connect(idp: &Id) -> Result<()> {
     let r = qp::to_rtr(idp, RDMA_MAX_RESP_RES as u8)
         .and_then(|_| qp::to_rts(idp, RDMA_MAX_INIT_DEPTH as u8))
-        .and_then(|_| ucma::accept(idp.fd(), idp.handle(), 0, &cmd::ConnParam::zeroed(), cmd::Ece::default()));
+        .and_then(|_| ucma::accept(idp.fd(), idp.handle(), 0, cmd::Ece::default(), |_| {}));
     if r.is_err() {
         let _ = qp::to_state(idp, verbs::IBV_QPS_ERR);
     }

@@ -264,10 +264,11 @@ pub fn af_ib_support() -> bool {
 }
 
 /// CONNECT with connection parameters and the local ECE.
-pub fn connect(fd: RawFd, id: u32, conn: &ConnParam, ece: Ece) -> Result<()> {
+/// CONNECT: `conn` fills the connection parameters in place (from zeroes).
+pub fn connect(fd: RawFd, id: u32, ece: Ece, conn: impl FnOnce(&mut ConnParam)) -> Result<()> {
     exec_with(fd, |c: &mut Connect| {
         c.id = id;
-        c.conn_param = *conn;
+        conn(&mut c.conn_param);
         c.ece = ece;
     })
     .map(drop)
@@ -278,12 +279,13 @@ pub fn listen(fd: RawFd, id: u32, backlog: u32) -> Result<()> {
 }
 
 /// ACCEPT: `uid` becomes the id's uid in the kernel (a child gets one only
-/// here). `conn.valid == 0` asks only for the RTU of an active side.
-pub fn accept(fd: RawFd, id: u32, uid: u64, conn: &ConnParam, ece: Ece) -> Result<()> {
+/// here). `conn` fills the connection parameters in place (from zeroes);
+/// left zero (`valid == 0`) it asks only for the RTU of an active side.
+pub fn accept(fd: RawFd, id: u32, uid: u64, ece: Ece, conn: impl FnOnce(&mut ConnParam)) -> Result<()> {
     exec_with(fd, |c: &mut Accept| {
         c.uid = uid;
         c.id = id;
-        c.conn_param = *conn;
+        conn(&mut c.conn_param);
         c.ece = ece;
     })
     .map(drop)
