@@ -68,7 +68,7 @@ impl FromState {
     /// EINVAL when the head and the caller's private data do not fit the
     /// kernel's 255 bytes together (upstream overflows its buffer).
     fn new(st: &IdState, src: Option<&ConnParams>) -> Result<FromState> {
-        let h = st.connect_data.as_deref().map_or(&[][..], |d| d.as_bytes());
+        let h = st.rare.as_ref().and_then(|r| r.connect_data.as_deref()).map_or(&[][..], |d| d.as_bytes());
         let data = src.map_or(0, |p| p.private_data.len());
         if h.len() + data > u8::MAX as usize {
             return Err(Error::INVAL);
@@ -146,7 +146,9 @@ pub fn connect(idp: &Id, param: Option<&ConnParams>) -> Result<()> {
     ucma::connect(idp.fd(), idp.handle(), ece, |k| from.fill(k, param, qp_num, srq))?;
     if from.head_len > 0 {
         // The ai_connect data went out once.
-        idp.lock().connect_data = None;
+        if let Some(r) = idp.lock().rare.as_mut() {
+            r.connect_data = None;
+        }
     }
     Ok(())
 }

@@ -87,15 +87,19 @@ pub fn destroy_id(idp: &Shared<Id>) -> Result<()> {
 /// let go of what it owns (its last owner frees it).
 pub fn release(idp: &Shared<Id>, reported: u32) {
     events::ack_stashed(idp);
-    let (ai, mcs, ch) = {
+    let (rare, ch) = {
         let mut st = idp.wait_acked(idp.lock(), reported);
-        (st.resolved_ai.take(), std::mem::take(&mut st.mcs), st.channel.clone())
+        let rare = st.rare.take();
+        (rare, st.channel.clone())
     };
     id::unregister(idp);
     idp.free_paths();
-    drop(ai);
-    // Memberships die with the kernel id; upstream leaks their records.
-    mcast::forget(&mcs);
+    if let Some(r) = rare {
+        let id::Rare { resolved_ai, mcs, .. } = *r;
+        drop(resolved_ai);
+        // Memberships die with the kernel id; upstream leaks their records.
+        mcast::forget(&mcs);
+    }
     ch.detach();
     if idp.is_sync() {
         let _ = channel::destroy(Channel::c_ptr(&ch));

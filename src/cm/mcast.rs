@@ -48,8 +48,9 @@ pub fn join(id: &Shared<Id>, addr: RawAddr, flags: u16, context: *mut libc::c_vo
     let key = Shared::as_ptr(&mc) as usize;
     {
         let mut st = id.lock();
-        st.mcs.try_reserve(1).map_err(|_| Error::NOMEM)?;
-        st.mcs.push(mc.clone());
+        let mcs = &mut st.rare()?.mcs;
+        mcs.try_reserve(1).map_err(|_| Error::NOMEM)?;
+        mcs.push(mc.clone());
     }
     let r =
         MCS.insert(key, mc.clone()).and_then(|()| ucma::join_mcast(id.fd(), id.handle(), key as u64, &mc.addr, flags));
@@ -60,7 +61,9 @@ pub fn join(id: &Shared<Id>, addr: RawAddr, flags: u16, context: *mut libc::c_vo
             Ok(())
         }
         Err(e) => {
-            id.lock().mcs.retain(|m| !Shared::ptr_eq(m, &mc));
+            if let Some(r) = id.lock().rare.as_mut() {
+                r.mcs.retain(|m| !Shared::ptr_eq(m, &mc));
+            }
             MCS.remove(key);
             Err(e)
         }
@@ -77,8 +80,9 @@ pub fn lookup(uid: u64) -> Option<Shared<Mc>> {
 pub fn leave(id: &Id, addr: &RawAddr) -> Result<()> {
     let mc = {
         let mut st = id.lock();
-        let i = st.mcs.iter().position(|m| m.addr == *addr).ok_or(Error::Errno(libc::EADDRNOTAVAIL))?;
-        st.mcs.remove(i)
+        let mcs = st.rare.as_mut().map(|r| &mut r.mcs).ok_or(Error::Errno(libc::EADDRNOTAVAIL))?;
+        let i = mcs.iter().position(|m| m.addr == *addr).ok_or(Error::Errno(libc::EADDRNOTAVAIL))?;
+        mcs.remove(i)
     };
     let qp = id.qp();
     if !qp.is_null() && mc.join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER as u16 {

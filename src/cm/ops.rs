@@ -113,7 +113,7 @@ pub fn get_request(listen: &Id) -> Result<Shared<Id>> {
             return Err(e);
         }
     };
-    let attr = listen.lock().qp_init_attr.as_deref().copied();
+    let attr = listen.lock().rare.as_ref().and_then(|r| r.qp_init_attr);
     if let Some(mut a) = attr {
         if let Err(e) = qp::create_qp(&child, listen.pd(), &mut a) {
             listen.set_event(d.ptr);
@@ -166,7 +166,7 @@ fn setup_ep(idp: &Shared<Id>, info: &EpInfo, pd: *mut ibv_pd, attr: Option<&mut 
         if let Some(a) = attr {
             let mut copy = *a;
             copy.qp_type = info.qp_type as u32;
-            idp.lock().qp_init_attr = Some(crate::cmem::try_box(copy)?);
+            idp.lock().rare()?.qp_init_attr = Some(copy);
         }
         return Ok(());
     }
@@ -185,7 +185,7 @@ fn setup_ep(idp: &Shared<Id>, info: &EpInfo, pd: *mut ibv_pd, attr: Option<&mut 
     }
     let connect = info.connect?;
     if !connect.is_empty() {
-        idp.lock().connect_data = Some(crate::cmem::try_box(PrivateData::new(connect)?)?);
+        idp.lock().rare()?.connect_data = Some(crate::cmem::try_box(PrivateData::new(connect)?)?);
     }
     Ok(())
 }
@@ -198,6 +198,8 @@ pub fn destroy_ep(idp: &Shared<Id>) -> Result<()> {
     if !idp.srq().is_null() {
         qp::destroy_srq(idp);
     }
-    idp.lock().qp_init_attr = None;
+    if let Some(r) = idp.lock().rare.as_mut() {
+        r.qp_init_attr = None;
+    }
     lifecycle::destroy_id(idp)
 }

@@ -46,7 +46,9 @@ pub fn positive(e: Error) -> Error {
 }
 
 pub fn clear_resolving(idp: &Id) {
-    idp.lock().resolving_ai = false;
+    if let Some(r) = idp.lock().rare.as_mut() {
+        r.resolving_ai = false;
+    }
 }
 
 /// `strtoull(s, &end, 0)` consuming the whole string, as upstream decides
@@ -85,10 +87,12 @@ fn resolve_sa(idp: &Id, service: Option<&CStr>) -> Result<()> {
 fn resolve_dns(idp: &Id, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<()> {
     let list = getaddrinfo::rdma_getaddrinfo(node, service, hints).map_err(positive)?;
     // The result exists before the event is read, as upstream.
-    idp.lock().resolved_ai = Some(list);
+    idp.lock().rare()?.resolved_ai = Some(list);
     let arg = E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u64;
     if let Err(e) = ucma::write_cm_event(idp.fd(), idp.handle(), E::RDMA_CM_EVENT_INTERNAL as u32, 0, arg) {
-        idp.lock().resolved_ai = None;
+        if let Some(r) = idp.lock().rare.as_mut() {
+            r.resolved_ai = None;
+        }
         return Err(e);
     }
     Ok(())
@@ -99,10 +103,11 @@ fn resolve_dns(idp: &Id, node: Option<&CStr>, service: Option<&CStr>, hints: &Hi
 pub fn resolve_addrinfo(idp: &Id, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<()> {
     {
         let mut st = idp.lock();
-        if st.resolving_ai {
+        let r = st.rare()?;
+        if r.resolving_ai {
             return Err(Error::Errno(libc::EBUSY));
         }
-        st.resolving_ai = true;
+        r.resolving_ai = true;
     }
     let flags = hints.flags();
     let r = if flags & RAI_SA != 0 && (flags & RAI_DNS != 0 || node.is_some()) {
@@ -121,11 +126,12 @@ pub fn resolve_addrinfo(idp: &Id, node: Option<&CStr>, service: Option<&CStr>, h
 /// `rdma_query_addrinfo`: the result, once.
 pub fn query_addrinfo(idp: &Id) -> Result<getaddrinfo::AddrInfoList> {
     let mut st = idp.lock();
-    if !st.resolving_ai || st.resolved_ai.is_none() {
+    let r = st.rare.as_mut().ok_or(Error::Errno(libc::ENOENT))?;
+    if !r.resolving_ai || r.resolved_ai.is_none() {
         return Err(Error::Errno(libc::ENOENT));
     }
-    st.resolving_ai = false;
-    st.resolved_ai.take().ok_or(Error::Errno(libc::ENOENT))
+    r.resolving_ai = false;
+    r.resolved_ai.take().ok_or(Error::Errno(libc::ENOENT))
 }
 
 pub fn write_cm_event(idp: &Id, event: u32, status: i32, arg: u64) -> Result<()> {
@@ -187,11 +193,14 @@ fn query_ib_service(idp: &Id) -> Result<Vec<AddrInfo>> {
 /// ADDRINFO_RESOLVED: DNS results are already there; SA results are
 /// fetched from the kernel now. Failure: ADDRINFO_ERROR with `-errno`.
 pub fn process_resolved(ev: &mut Event, idp: &Id) {
-    if idp.lock().resolved_ai.is_some() {
+    if idp.lock().rare.as_ref().is_some_and(|r| r.resolved_ai.is_some()) {
         return;
     }
-    match query_ib_service(idp).and_then(|l| getaddrinfo::to_c_list(&l)) {
-        Ok(list) => idp.lock().resolved_ai = Some(list),
+    match query_ib_service(idp).and_then(|l| getaddrinfo::to_c_list(&l)).and_then(|list| {
+        idp.lock().rare()?.resolved_ai = Some(list);
+        Ok(())
+    }) {
+        Ok(()) => {}
         Err(e) => {
             ev.public.event = E::RDMA_CM_EVENT_ADDRINFO_ERROR as u32;
             ev.public.status = e.neg_status();
