@@ -128,35 +128,52 @@ if command -v valgrind >/dev/null; then
 	echo " resolves, makes two QPs, connects, accepts, disconnects both sides, 7 events)"
 fi
 
+# scale_rounds MODE BIG SMALL: 3 alternating rounds of `cm_bench MODE BIG`
+# and `cm_bench MODE SMALL` with each library; its lines read "MODE N BYTES
+# FIRST LAST DFIRST DLAST" (see cm_bench.c). Collects, per library, the
+# memory per object at BIG, the time per operation over the last 100 at
+# BIG and the first 100 at SMALL, and the same for the teardown.
+scale_rounds() {
+	local mode=$1 big=$2 small=$3 r lib e mem last dlast first dfirst
+	for r in 1 2 3; do
+		for lib in upstream ours; do
+			e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")
+			read -r _ _ mem _ last _ dlast < <(env "${e[@]}" $B "$mode" "$big")
+			read -r _ _ _ first _ dfirst _ < <(env "${e[@]}" $B "$mode" "$small")
+			sum[$mode.mem.$lib]+="$mem "
+			sum[$mode.big.$lib]+="$last " sum[$mode.small.$lib]+="$first "
+			sum[$mode.dbig.$lib]+="$dlast " sum[$mode.dsmall.$lib]+="$dfirst "
+		done
+	done
+}
+# scale_table MODE TITLE WHAT OP DOP SIZES: the table of scale_rounds MODE
+# (targets: memory <= upstream's; time at the big size within 1.2x of the
+# time at the small one).
+scale_table() {
+	local mode=$1 title=$2 what=$3 op=$4 dop=$5 sizes=$6 mu mo lib k x y o
+	echo
+	printf '%-34s %10s %10s  %s\n' "$title" upstream rdmacm-rs ratio
+	mu=$(med <<<"${sum[$mode.mem.upstream]}") mo=$(med <<<"${sum[$mode.mem.ours]}")
+	printf '%-34s %10s %10s  %s\n' "resident bytes per $what" "$mu" "$mo" \
+		"$(awk -v a="$mo" -v b="$mu" 'BEGIN { if (b > 0) printf "%.2f  %s (target 1.00)", a / b, (a <= b) ? "met" : "MISS"; else print "-  MISS (no figure)" }')"
+	for lib in upstream ours; do
+		for k in "" d; do
+			x=$(med <<<"${sum[$mode.${k}big.$lib]}") y=$(med <<<"${sum[$mode.${k}small.$lib]}") o=$op
+			[ "$k" = d ] && o=$dop
+			printf '%-34s %10s %10s  %s\n' "$lib $o us, $sizes" "$x" "$y" \
+				"$(awk -v a="$x" -v b="$y" 'BEGIN { if (b > 0) printf "%.2f  %s (target 1.20)", a / b, (a <= 1.2 * b) ? "met" : "MISS"; else print "-  MISS (no figure)" }')"
+		done
+	done
+}
+
 # Scale: 10 000 ids created, bound and kept (cm_bench scale), against
 # 100: resident memory per id, and the time of create+bind (and of
 # destroy) for the last 100 of 10 000 ids against the first 100 of a run
 # of 100. 3 alternating rounds, medians. Targets (issue 16): memory per id
 # <= upstream's; time at 10 000 within 1.2x of the time at 100.
-for r in 1 2 3; do
-	for lib in upstream ours; do
-		e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")
-		read -r _ _ mem _ last _ dlast < <(env "${e[@]}" $B scale 10000)
-		read -r _ _ _ first _ dfirst _ < <(env "${e[@]}" $B scale 100)
-		sum[mem.$lib]+="$mem "
-		sum[at10k.$lib]+="$last " sum[at100.$lib]+="$first "
-		sum[dat10k.$lib]+="$dlast " sum[dat100.$lib]+="$dfirst "
-	done
-done
-echo
-printf '%-34s %10s %10s  %s\n' "10 000 ids bound at once" upstream rdmacm-rs ratio
-mu=$(med <<<"${sum[mem.upstream]}") mo=$(med <<<"${sum[mem.ours]}")
-printf '%-34s %10s %10s  %s\n' "resident bytes per id" "$mu" "$mo" \
-	"$(awk -v a="$mo" -v b="$mu" 'BEGIN { printf "%.2f  %s (target 1.00)", a / b, (a <= b) ? "met" : "MISS" }')"
-for lib in upstream ours; do
-	for k in "" d; do
-		x=$(med <<<"${sum[${k}at10k.$lib]}") y=$(med <<<"${sum[${k}at100.$lib]}") op=create+bind
-		[ "$k" = d ] && op=destroy
-		printf '%-34s %10s %10s  %s\n' "$lib $op us, 10 000 vs 100" "$x" "$y" \
-			"$(awk -v a="$x" -v b="$y" 'BEGIN { printf "%.2f  %s (target 1.20)", a / b, (a <= 1.2 * b) ? "met" : "MISS" }')"
-	done
-done
-echo "(3 alternating rounds, medians; per round: memory ${sum[mem.upstream]}/ ${sum[mem.ours]})"
+scale_rounds scale 10000 100
+scale_table scale "10 000 ids bound at once" id create+bind destroy "10 000 vs 100"
+echo "(3 alternating rounds, medians; per round: memory ${sum[scale.mem.upstream]}/ ${sum[scale.mem.ours]})"
 
 # Scale with connections: 1 000 connected RC pairs made and kept (cm_bench
 # pairs: both ids of a pair, each with an RC QP and the library's CQs over
@@ -167,30 +184,9 @@ echo "(3 alternating rounds, medians; per round: memory ${sum[mem.upstream]}/ ${
 # has its own completion channel (a descriptor): 2 000 of them need more
 # than the default 1 024 descriptors.
 ulimit -n 16384
-for r in 1 2 3; do
-	for lib in upstream ours; do
-		e=(); [ $lib = ours ] && e=(LD_PRELOAD="$OURS")
-		read -r _ _ mem _ last _ dlast < <(env "${e[@]}" $B pairs 1000)
-		read -r _ _ _ first _ dfirst _ < <(env "${e[@]}" $B pairs 100)
-		sum[pmem.$lib]+="$mem "
-		sum[pat1k.$lib]+="$last " sum[pat100.$lib]+="$first "
-		sum[pdat1k.$lib]+="$dlast " sum[pdat100.$lib]+="$dfirst "
-	done
-done
-echo
-printf '%-34s %10s %10s  %s\n' "1 000 connected RC pairs" upstream rdmacm-rs ratio
-mu=$(med <<<"${sum[pmem.upstream]}") mo=$(med <<<"${sum[pmem.ours]}")
-printf '%-34s %10s %10s  %s\n' "resident bytes per pair" "$mu" "$mo" \
-	"$(awk -v a="$mo" -v b="$mu" 'BEGIN { if (b > 0) printf "%.2f  %s (target 1.00)", a / b, (a <= b) ? "met" : "MISS"; else print "-  MISS (no figure)" }')"
-for lib in upstream ours; do
-	for k in "" d; do
-		x=$(med <<<"${sum[p${k}at1k.$lib]}") y=$(med <<<"${sum[p${k}at100.$lib]}") op="connect pair"
-		[ "$k" = d ] && op="tear down pair"
-		printf '%-34s %10s %10s  %s\n' "$lib $op us, 1 000 vs 100" "$x" "$y" \
-			"$(awk -v a="$x" -v b="$y" 'BEGIN { if (b > 0) printf "%.2f  %s (target 1.20)", a / b, (a <= 1.2 * b) ? "met" : "MISS"; else print "-  MISS (no figure)" }')"
-	done
-done
-echo "(3 alternating rounds, medians; per round: memory per pair ${sum[pmem.upstream]}/ ${sum[pmem.ours]}; the pair's"
+scale_rounds pairs 1000 100
+scale_table pairs "1 000 connected RC pairs" pair "connect pair" "tear down pair" "1 000 vs 100"
+echo "(3 alternating rounds, medians; per round: memory per pair ${sum[pairs.mem.upstream]}/ ${sum[pairs.mem.ours]}; the pair's"
 echo " memory includes the provider's QPs and CQs, the same for both libraries)"
 
 # Threads: 8 threads, each with its own channel and ids (create, bind,
