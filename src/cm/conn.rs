@@ -32,18 +32,13 @@ fn limits(idp: &Id) -> Result<(u8, u8)> {
 }
 
 /// Upstream's parameter rules (PS_TCP only): a connection needs a QP or
-/// parameters; explicit read depths must fit the device (`lim`, or the
-/// device's limits when None).
-fn valid_param(idp: &Id, param: Option<&ConnParams>, lim: Option<(u8, u8)>) -> Result<()> {
+/// parameters; explicit read depths must fit the device's limits `lim`.
+fn valid_param(idp: &Id, param: Option<&ConnParams>, (max_init, max_resp): (u8, u8)) -> Result<()> {
     if idp.ps() != RDMA_PS_TCP as u32 {
         return Ok(());
     }
     let Some(p) = param else {
         return if idp.qp().is_null() { Err(Error::INVAL) } else { Ok(()) };
-    };
-    let (max_init, max_resp) = match lim {
-        Some(l) => l,
-        None => limits(idp)?,
     };
     if p.responder_resources != RDMA_MAX_RESP_RES as u8 && p.responder_resources > max_resp {
         return Err(Error::INVAL);
@@ -125,11 +120,8 @@ pub fn listen(idp: &Id, backlog: i32) -> Result<()> {
 
 /// CONNECT (the outcome arrives as an event).
 pub fn connect(idp: &Id, param: Option<&ConnParams>) -> Result<()> {
-    if idp.ps() == RDMA_PS_TCP as u32 && param.is_none() && idp.qp().is_null() {
-        return Err(Error::INVAL);
-    }
     let lim @ (max_init, max_resp) = limits(idp)?;
-    valid_param(idp, param, Some(lim))?;
+    valid_param(idp, param, lim)?;
     let (qp_num, srq) = qp_info(idp).unwrap_or_else(|| param.map_or((0, 0), |p| (p.qp_num, p.srq)));
     let (from, ece) = {
         let mut st = idp.lock();
@@ -163,7 +155,7 @@ pub fn accept(idp: &Id, param: Option<&ConnParams>) -> Result<bool> {
         (None, None) => return Err(Error::INVAL),
     };
     let lim @ (max_init, max_resp) = limits(idp)?;
-    valid_param(idp, param, Some(lim))?;
+    valid_param(idp, param, lim)?;
     let (init_depth, resp_res) = {
         let mut st = idp.lock();
         st.initiator_depth = match param {

@@ -89,16 +89,15 @@ pub fn release(idp: &Shared<Id>, reported: u32) {
     events::ack_stashed(idp);
     let (rare, ch) = {
         let mut st = idp.wait_acked(idp.lock(), reported);
-        let rare = st.rare.take();
-        (rare, st.channel.clone())
+        (st.rare.take(), st.channel.clone())
     };
     id::unregister(idp);
     idp.free_paths();
     if let Some(r) = rare {
-        let id::Rare { resolved_ai, mcs, .. } = *r;
-        drop(resolved_ai);
         // Memberships die with the kernel id; upstream leaks their records.
-        mcast::forget(&mcs);
+        // (The rest of the part, an unread addrinfo result included, goes
+        // with it.)
+        mcast::forget(&r.mcs);
     }
     ch.detach();
     if idp.is_sync() {

@@ -409,6 +409,17 @@ mod tests {
 
     const RB: u32 = 1 << 17;
 
+    #[test]
+    fn ring_add_is_the_remainder() {
+        for m in [1u32, 2, 3, 7, 1024, RB] {
+            for a in [0, 1, m / 2, m - 1, m, 2 * m + 5, 3 * m] {
+                for b in [0, 1, m - 1, m, m + 1, 4 * m] {
+                    assert_eq!(ring_add(a, b, m), (a + b) % m, "a {a} b {b} m {m}");
+                }
+            }
+        }
+    }
+
     fn pair() -> (Flow, Flow) {
         let mut a = Flow::new(384, 384, RB, RB, 384, 2).unwrap();
         let mut b = Flow::new(384, 384, RB, RB, 384, 2).unwrap();

@@ -263,8 +263,8 @@ pub fn af_ib_support() -> bool {
     })
 }
 
-/// CONNECT with connection parameters and the local ECE.
-/// CONNECT: `conn` fills the connection parameters in place (from zeroes).
+/// CONNECT with the local ECE: `conn` fills the connection parameters in
+/// place (from zeroes).
 pub fn connect(fd: RawFd, id: u32, ece: Ece, conn: impl FnOnce(&mut ConnParam)) -> Result<()> {
     exec_with(fd, |c: &mut Connect| {
         c.id = id;
