@@ -251,6 +251,7 @@ impl<T: 'static> FdMap<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicU64};
 
     #[test]
     fn word_hasher_spreads_aligned_addresses() {
@@ -316,36 +317,50 @@ mod tests {
         // halves stay complementary), while a writer replaces and removes
         // entries, so that slots are freed and reused under them.
         static M: FdMap<(u64, u64)> = FdMap::new(&VALS);
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let readers: Vec<_> = (0..3)
+        // The writer goes on until every reader has made passes while it
+        // wrote (a reader scheduled late would otherwise see nothing).
+        static STOP: AtomicBool = AtomicBool::new(false);
+        static SEEN: AtomicU64 = AtomicU64::new(0);
+        static BUSY: AtomicU64 = AtomicU64::new(0);
+        const READERS: u64 = 3;
+        let readers: Vec<_> = (0..READERS)
             .map(|_| {
-                let stop = stop.clone();
                 std::thread::spawn(move || {
-                    let mut seen = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
+                    let mut passes = 0u64;
+                    while !STOP.load(Ordering::Relaxed) {
                         for fd in 0..8 {
                             if let Some(v) = M.get(fd) {
                                 assert_eq!(v.1, !v.0);
                                 assert_eq!(v.0 % 8, fd as u64);
-                                seen += 1;
+                                SEEN.fetch_add(1, Ordering::Relaxed);
                             }
                         }
+                        passes += 1;
+                        if passes == 1000 {
+                            BUSY.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
-                    seen
                 })
             })
             .collect();
-        for i in 0..20_000u64 {
+        let mut i = 0u64;
+        let start = std::time::Instant::now();
+        while i < 20_000
+            || (BUSY.load(Ordering::Relaxed) < READERS || SEEN.load(Ordering::Relaxed) < 1000)
+                && start.elapsed() < std::time::Duration::from_secs(60)
+        {
             let fd = (i % 8) as usize;
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 drop(M.remove(fd));
             } else {
                 M.insert(fd, pooled(i - i % 8 + fd as u64 + 8)).unwrap();
             }
+            i += 1;
         }
-        stop.store(true, Ordering::Relaxed);
-        let seen: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
-        assert!(seen > 0);
+        STOP.store(true, Ordering::Relaxed);
+        readers.into_iter().for_each(|r| r.join().unwrap());
+        assert_eq!(BUSY.load(Ordering::Relaxed), READERS);
+        assert!(SEEN.load(Ordering::Relaxed) >= 1000);
     }
 
     #[test]
