@@ -207,6 +207,11 @@ impl Slab {
     /// The header of the chunk of this pool that would hold address `p`.
     fn chunk_of(&self, p: usize) -> Option<&Header> {
         let base = p & !(CHUNK - 1);
+        // The first chunk (most pools have only one) without the hash.
+        if base == self.list[0].load(Ordering::Acquire) && base != 0 {
+            // SAFETY: as below (list entries are stored after the header).
+            return Some(unsafe { &*(base as *const Header) });
+        }
         if base == 0 {
             return None;
         }

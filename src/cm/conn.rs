@@ -5,9 +5,10 @@
 //! the business of `ops`.
 
 use super::events;
-use super::id::{Id, IdState};
+use super::id::{Id, IdState, PrivateData};
 use super::qp;
 use crate::abi::*;
+use crate::cmem::try_box;
 use crate::error::{Error, Result};
 use crate::ucma::{self, cmd};
 use crate::verbs;
@@ -51,31 +52,34 @@ fn valid_param(idp: &Id, param: Option<&ConnParams>, (max_init, max_resp): (u8, 
 
 /// What a CONNECT or ACCEPT carries from the id's state, copied out under
 /// its lock: the read depths and the `ai_connect` data (at most 255
-/// bytes), so that the command is then built in place, outside the lock.
+/// bytes, copied only when there is some), so that the command is then
+/// built in place, outside the lock.
 struct FromState {
     responder_resources: u8,
     initiator_depth: u8,
-    head: [u8; u8::MAX as usize],
-    head_len: usize,
+    head: Option<Box<PrivateData>>,
 }
 
 impl FromState {
     /// EINVAL when the head and the caller's private data do not fit the
-    /// kernel's 255 bytes together (upstream overflows its buffer).
+    /// kernel's 255 bytes together (upstream overflows its buffer);
+    /// ENOMEM when the head cannot be copied.
     fn new(st: &IdState, src: Option<&ConnParams>) -> Result<FromState> {
-        let h = st.rare.as_ref().and_then(|r| r.connect_data.as_deref()).map_or(&[][..], |d| d.as_bytes());
+        let h = st.rare.as_ref().and_then(|r| r.connect_data.as_deref());
         let data = src.map_or(0, |p| p.private_data.len());
-        if h.len() + data > u8::MAX as usize {
+        if h.map_or(0, |h| h.as_bytes().len()) + data > u8::MAX as usize {
             return Err(Error::INVAL);
         }
-        let mut f = FromState {
-            responder_resources: st.responder_resources,
-            initiator_depth: st.initiator_depth,
-            head: [0; u8::MAX as usize],
-            head_len: h.len(),
+        let head = match h {
+            Some(h) if !h.as_bytes().is_empty() => Some(try_box(PrivateData::new(h.as_bytes())?)?),
+            _ => None,
         };
-        f.head[..h.len()].copy_from_slice(h);
-        Ok(f)
+        Ok(FromState { responder_resources: st.responder_resources, initiator_depth: st.initiator_depth, head })
+    }
+
+    /// Whether `ai_connect` data goes out with the command.
+    fn has_head(&self) -> bool {
+        self.head.is_some()
     }
 
     /// The kernel's connection parameters, written into the zeroed `k` of
@@ -99,8 +103,9 @@ impl FromState {
                 k.rnr_retry_count = 7;
             }
         }
-        let (hl, len) = (self.head_len, self.head_len + data.len());
-        k.private_data[..hl].copy_from_slice(&self.head[..hl]);
+        let head = self.head.as_deref().map_or(&[][..], |h| h.as_bytes());
+        let (hl, len) = (head.len(), head.len() + data.len());
+        k.private_data[..hl].copy_from_slice(head);
         k.private_data[hl..len].copy_from_slice(data);
         k.private_data_len = len as u8;
     }
@@ -136,7 +141,7 @@ pub fn connect(idp: &Id, param: Option<&ConnParams>) -> Result<()> {
         (FromState::new(&st, param)?, cmd::Ece { vendor_id: st.local_ece.0, attr_mod: st.local_ece.1 })
     };
     ucma::connect(idp.fd(), idp.handle(), ece, |k| from.fill(k, param, qp_num, srq))?;
-    if from.head_len > 0 {
+    if from.has_head() {
         // The ai_connect data went out once.
         if let Some(r) = idp.lock().rare.as_mut() {
             r.connect_data = None;

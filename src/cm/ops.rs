@@ -27,10 +27,17 @@ use rdma_cm_event_type as E;
 /// errno. Unlike upstream the event type is checked: an unexpected event
 /// is an error (EPROTO, or its status), left in `id->event` for the caller
 /// to inspect.
+#[inline]
 pub fn complete(idp: &Id, expected: &[E]) -> Result<()> {
+    // An async id (the usual case) returns here, with no call.
     if !idp.is_sync() {
         return Ok(());
     }
+    wait_event(idp, expected)
+}
+
+#[inline(never)]
+fn wait_event(idp: &Id, expected: &[E]) -> Result<()> {
     events::ack_stashed(idp);
     let ch = idp.lock().channel.clone();
     let d = dispatch::get_event(&ch)?;

@@ -30,9 +30,10 @@ fn check(rc: i32) -> Result<()> {
 
 /// `rdma_init_qp_attr`: the kernel's attributes for `attr.qp_state`.
 pub fn init_qp_attr(idp: &Id, attr: &mut ibv_qp_attr) -> Result<i32> {
-    let resp = ucma::init_qp_attr(idp.fd(), idp.handle(), attr.qp_state)?;
+    let mut buf = std::mem::MaybeUninit::uninit();
+    let resp = ucma::init_qp_attr(idp.fd(), idp.handle(), attr.qp_state, &mut buf)?;
     // SAFETY: both are full mirrors of libibverbs' structs (checked).
-    unsafe { verbs::ibv_copy_qp_attr_from_kern(attr, &resp) };
+    unsafe { verbs::ibv_copy_qp_attr_from_kern(attr, resp) };
     // The kernel's attribute mask is the first word of its answer.
     Ok(resp.raw[0] as i32)
 }

@@ -307,8 +307,21 @@ pub fn disconnect(fd: RawFd, id: u32) -> Result<()> {
 }
 
 /// INIT_QP_ATTR: the kernel's attributes for moving a QP to `state`.
-pub fn init_qp_attr(fd: RawFd, id: u32, state: u32) -> Result<crate::abi::ib_uverbs_qp_attr> {
-    exec(fd, InitQpAttr { response: 0, id, qp_state: state })
+/// INIT_QP_ATTR: the kernel's attributes and mask for `state`, into
+/// `resp` (not zeroed first: the kernel writes all of it).
+pub fn init_qp_attr(
+    fd: RawFd,
+    id: u32,
+    state: u32,
+    resp: &mut MaybeUninit<crate::abi::ib_uverbs_qp_attr>,
+) -> Result<&crate::abi::ib_uverbs_qp_attr> {
+    let p = unzeroed(resp);
+    exec_uninit(fd, InitQpAttr { response: 0, id, qp_state: state }, resp)?;
+    kernel_wrote(p as *const u8, std::mem::size_of::<crate::abi::ib_uverbs_qp_attr>());
+    // SAFETY: the kernel's ucma_init_qp_attr copies its whole response
+    // (every kernel: the struct's size has not changed since it was made);
+    // any bytes are a valid value of this plain struct.
+    Ok(unsafe { resp.assume_init_ref() })
 }
 
 /// JOIN_MCAST: returns the kernel handle of the membership.
