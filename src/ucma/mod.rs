@@ -306,9 +306,8 @@ pub fn disconnect(fd: RawFd, id: u32) -> Result<()> {
     exec(fd, Disconnect { id }).map(drop)
 }
 
-/// INIT_QP_ATTR: the kernel's attributes for moving a QP to `state`.
-/// INIT_QP_ATTR: the kernel's attributes and mask for `state`, into
-/// `resp` (not zeroed first: the kernel writes all of it).
+/// INIT_QP_ATTR: the kernel's attributes and mask for moving a QP to
+/// `state`, into `resp` (not zeroed first: the kernel writes all of it).
 pub fn init_qp_attr(
     fd: RawFd,
     id: u32,
