@@ -36,6 +36,8 @@ struct ConfId {
     ino: u64,
     size: i64,
     mtime: (i64, i64),
+    /// A regular file (whose size says where its end is).
+    regular: bool,
 }
 
 static CONF: Mutex<Option<(Option<ConfId>, bool)>> = Mutex::new(None);
@@ -48,7 +50,13 @@ fn default_tables() -> bool {
     let id = unsafe {
         let mut st: libc::stat = std::mem::zeroed();
         if libc::stat(GAI_CONF.as_ptr().cast(), &mut st) == 0 {
-            Some(ConfId { dev: st.st_dev, ino: st.st_ino, size: st.st_size, mtime: (st.st_mtime, st.st_mtime_nsec) })
+            Some(ConfId {
+                dev: st.st_dev,
+                ino: st.st_ino,
+                size: st.st_size,
+                mtime: (st.st_mtime, st.st_mtime_nsec),
+                regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+            })
         } else if crate::error::errno() == libc::ENOENT {
             None
         } else {
@@ -65,23 +73,30 @@ fn default_tables() -> bool {
     // wait); a concurrent reader stores the same answer.
     let plain = match id {
         None => true,
-        Some(_) => read_plain().unwrap_or(false),
+        Some(c) => read_plain(if c.regular { c.size } else { i64::MAX }).unwrap_or(false),
     };
     *conf() = Some((id, plain));
     plain
 }
 
 /// Read gai.conf through a fixed buffer (no allocation on this path):
-/// whether it holds no directive; `None` if it cannot be read.
-fn read_plain() -> Option<bool> {
+/// whether it holds no directive; `None` if it cannot be read. `size` is
+/// the size its stat reported for a regular file (`i64::MAX` otherwise):
+/// once that much is read (usually in one call) no further read is made
+/// to see the end.
+fn read_plain(size: i64) -> Option<bool> {
     // SAFETY: a valid path; the descriptor is ours and closed below.
     let fd = unsafe { libc::open(GAI_CONF.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
         return None;
     }
     let mut scan = Scan::Start;
-    let mut buf = [0u8; 1024];
+    let mut buf = [0u8; 4096];
+    let mut left = size;
     let r = loop {
+        if left <= 0 {
+            break Some(true);
+        }
         // SAFETY: buf has room for buf.len() bytes.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n < 0 {
@@ -96,6 +111,7 @@ fn read_plain() -> Option<bool> {
         if scan.feed(&buf[..n as usize]) {
             break Some(false);
         }
+        left -= n as i64;
     };
     // SAFETY: our descriptor.
     unsafe { libc::close(fd) };
