@@ -71,7 +71,7 @@ impl FromState {
             return Err(Error::INVAL);
         }
         let head = match h {
-            Some(h) if !h.as_bytes().is_empty() => Some(try_box(PrivateData::new(h.as_bytes())?)?),
+            Some(h) if !h.as_bytes().is_empty() => Some(try_box(*h)?),
             _ => None,
         };
         Ok(FromState { responder_resources: st.responder_resources, initiator_depth: st.initiator_depth, head })
