@@ -433,10 +433,19 @@ impl<T> Clone for Shared<T> {
 }
 
 impl<T> Drop for Shared<T> {
+    #[inline]
     fn drop(&mut self) {
         if self.inner().refs.fetch_sub(1, Ordering::Release) != 1 {
             return;
         }
+        self.free();
+    }
+}
+
+impl<T> Shared<T> {
+    /// The last owner's drop: the value is dropped and its memory freed.
+    #[inline(never)]
+    fn free(&mut self) {
         // Every other owner's last use happens before the free.
         fence(Ordering::Acquire);
         // SAFETY: the last owner: nobody else can reach the value (a

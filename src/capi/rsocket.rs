@@ -207,6 +207,7 @@ fn dg_len(r: &dgram::Received, flags: c_int) -> usize {
     }
 }
 
+#[inline(always)]
 fn recv(socket: c_int, dst: &mut [IoSliceMut], flags: c_int) -> Result<usize> {
     if let Some(d) = dgram::lookup(socket) {
         return dgram::recv(&d, dst, flags).map(|r| dg_len(&r, flags));
@@ -215,6 +216,7 @@ fn recv(socket: c_int, dst: &mut [IoSliceMut], flags: c_int) -> Result<usize> {
     api::recv(&call, dst, flags)
 }
 
+#[inline(always)]
 fn send(socket: c_int, src: &[IoSlice], flags: c_int) -> Result<usize> {
     if let Some(d) = dgram::lookup(socket) {
         return dgram::send(&d, src, flags, None);

@@ -231,6 +231,7 @@ fn wait_open<'a>(s: &'a RSocket, mut g: MutexGuard<'a, Inner>, nonblock: bool) -
 }
 
 /// `rrecv` and friends: queued data (also after the peer left), then 0.
+#[inline(always)]
 pub fn recv(s: &Call, dst: &mut [IoSliceMut], flags: i32) -> Result<usize> {
     let (mut g, r) = recv_locked(s, s.lock(), dst, flags);
     s.show_at_exit(&mut g);
@@ -239,6 +240,7 @@ pub fn recv(s: &Call, dst: &mut [IoSliceMut], flags: i32) -> Result<usize> {
 
 type Locked<'a, T> = (MutexGuard<'a, Inner>, Result<T>);
 
+#[inline(always)]
 fn recv_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, dst: &mut [IoSliceMut], flags: i32) -> Locked<'a, usize> {
     let waitall = flags & libc::MSG_WAITALL != 0;
     // The total asked for matters only to MSG_WAITALL (and whether it is 0).
@@ -257,7 +259,7 @@ fn recv_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, dst: &mut [IoSliceM
     // What is still to fill (advanced past each piece received).
     let mut rest = dst;
     loop {
-        socket::progress(&mut g);
+        socket::progress_inline(&mut g);
         if g.eof_seen && !g.rd {
             // End of file was reported: it stays so.
             if let Some(c) = g.conn.as_mut() {
@@ -315,12 +317,14 @@ fn skip<'a, 'b>(dst: &'a mut [IoSliceMut<'b>], mut n: usize) -> &'a mut [IoSlice
 
 /// `rsend` and friends: chunks of growing size into the peer's ring; a
 /// partial count when a later chunk cannot go.
+#[inline(always)]
 pub fn send(s: &Call, src: &[IoSlice], flags: i32) -> Result<usize> {
     let (mut g, r) = send_locked(s, s.lock(), src, flags);
     s.show_at_exit(&mut g);
     r
 }
 
+#[inline(always)]
 fn send_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, src: &[IoSlice], flags: i32) -> Locked<'a, usize> {
     let nonblock = nonblocking(&g, flags);
     let mut g = match wait_open(s, g, nonblock) {
@@ -342,7 +346,7 @@ fn send_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, src: &[IoSlice], fl
         if g.phase != Phase::Connected || !g.wr {
             return (g, partial(sent, Error::Errno(libc::ECONNRESET)));
         }
-        let n = match g.conn.as_mut().map(|c| c.send_chunk(&mut src, limit)) {
+        let n = match g.conn.as_mut().map(|c| c.send_chunk(&mut src, total - sent, limit)) {
             Some(Ok(n)) => n,
             Some(Err(e)) => return (g, partial(sent, e)),
             None => 0,

@@ -64,9 +64,17 @@ pub fn unmap(s: &Shared<RSocket>, buf: *mut u8, len: usize) -> Result<()> {
 }
 
 /// Send the mappings the peer does not know yet (before any data).
+#[inline]
 pub fn flush(g: &mut Inner, nonblock: bool) -> Result<()> {
     let _ = nonblock;
-    let Some(c) = g.conn.as_mut() else { return Ok(()) };
+    match g.conn.as_mut() {
+        Some(c) if !c.maps.is_empty() => flush_maps(c),
+        _ => Ok(()),
+    }
+}
+
+#[inline(never)]
+fn flush_maps(c: &mut super::stream::Conn) -> Result<()> {
     while let Some(i) = c.maps.iter().position(|m| m.pending) {
         let m = &c.maps[i];
         let Some(slot) = m.slot else { break };

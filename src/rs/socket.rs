@@ -360,6 +360,7 @@ pub struct Call {
 impl Call {
     /// The end of the call, with the lock still held: the descriptor shows
     /// the state now.
+    #[inline]
     pub fn show_at_exit(&self, g: &mut Inner) {
         self.s.show(g);
         self.shown.set(true);
@@ -481,16 +482,33 @@ impl RSocket {
 }
 
 impl Drop for Call {
+    #[inline]
     fn drop(&mut self) {
+        // One step: this thread is out, one more call finished.
+        let w = self.s.calls.0.fetch_add(EXIT_ONE.wrapping_sub(1), Ordering::SeqCst);
+        // The usual way out: the last thread out of a call that showed the
+        // state at its end, no event left to it, the socket already in the
+        // hand-off list (the engine clears the flag before it looks, so a
+        // return now is seen).
+        if Calls::active(w) == 1 && self.shown.get() && w & (MISSED | PENDING) == PENDING {
+            return;
+        }
+        self.exit(w);
+    }
+}
+
+impl Call {
+    /// The way out of a call other than the usual one (`w`: the call word
+    /// before this exit was counted).
+    #[inline(never)]
+    fn exit(&self, w: u64) {
         let s = &self.s;
         let shown = self.shown.get();
-        // One step: this thread is out, one more call finished.
-        let w = s.calls.0.fetch_add(EXIT_ONE.wrapping_sub(1), Ordering::SeqCst);
         if Calls::active(w) == 1 {
             let missed = w & MISSED != 0 && s.calls.clear(MISSED) & MISSED != 0;
             if shown && !missed && w & PENDING != 0 {
-                // Already in the hand-off list (the engine clears the
-                // flag before it looks, so a return now is seen).
+                // Already in the hand-off list (as in `drop`; here the
+                // flag of a missed event was found already taken).
                 return;
             }
             if shown && !missed {
@@ -647,6 +665,12 @@ pub fn forget_id(idkey: usize) {
 /// Process the connection's completions and apply what they say to the
 /// socket's state; send credits when due. Nothing blocks.
 pub fn progress(g: &mut Inner) {
+    progress_inline(g)
+}
+
+/// [`progress`] made part of its caller (the data calls' path).
+#[inline(always)]
+pub fn progress_inline(g: &mut Inner) {
     let connected = g.phase == Phase::Connected;
     let Some(c) = g.conn.as_mut() else { return };
     let p = c.poll(connected);

@@ -507,11 +507,12 @@ impl Conn {
         }
     }
 
-    /// Send one chunk of at most `limit` bytes from `src`; the bytes sent
-    /// (0 when nothing may be sent now).
-    pub fn send_chunk(&mut self, src: &mut Src, limit: u32) -> Result<u32> {
+    /// Send one chunk of at most `limit` bytes from `src`, which holds
+    /// `left` bytes; the bytes sent (0 when nothing may be sent now).
+    #[inline(always)]
+    pub fn send_chunk(&mut self, src: &mut Src, left: usize, limit: u32) -> Result<u32> {
         self.refill();
-        let want = src.remaining().min(u32::MAX as usize) as u32;
+        let want = left.min(u32::MAX as usize) as u32;
         let Some(c) = self.flow.next_chunk(want, limit) else { return Ok(0) };
         let m = wire::imm(wire::OP_DATA, c.len);
         self.post_ring(src, c.sbuf_offset, c.len, Some(m), c.remote_addr, c.rkey, m as u64)?;
@@ -577,6 +578,7 @@ impl Conn {
 
     /// Copy queued data into `dst` (consuming it unless `peek`); the bytes
     /// copied.
+    #[inline(always)]
     pub fn recv_into(&mut self, dst: &mut [IoSliceMut], peek: bool) -> usize {
         let mut total = 0;
         let mut state = self.flow.read_state();
