@@ -334,13 +334,19 @@ fn send_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, src: &[IoSlice], fl
     if matches!(g.phase, Phase::Init | Phase::Bound | Phase::Listening) {
         return (g, Err(Error::Errno(libc::ENOTCONN)));
     }
+    if let Err(e) = super::iomap::flush(&mut g, nonblock) {
+        return (g, Err(e));
+    }
+    if let ([one], Phase::Connected, true) = (src, g.phase, g.wr) {
+        // The commonest send (one small buffer, room for it): one message.
+        if let Some(r) = g.conn.as_mut().and_then(|c| c.send_whole_inline(one)) {
+            return (g, r.map(|()| one.len()));
+        }
+    }
     let mut src = Src::new(src);
     let total = src.remaining();
     let mut sent = 0;
     let mut limit = FIRST_CHUNK;
-    if let Err(e) = super::iomap::flush(&mut g, nonblock) {
-        return (g, Err(e));
-    }
     let partial = |sent: usize, e: Error| if sent > 0 { Ok(sent) } else { Err(e) };
     while sent < total {
         if g.phase != Phase::Connected || !g.wr {

@@ -242,6 +242,14 @@ impl Flow {
     /// Plan the next chunk of at most `want` bytes (`limit`: the chunk-size
     /// ceiling of this send call) and account it as sent. None if nothing
     /// may be sent now.
+    /// Whether `len` bytes (at most `FIRST_CHUNK`) go as one whole chunk now
+    /// (what `next_chunk(len, FIRST_CHUNK)` would then take).
+    #[inline]
+    pub fn fits_whole(&self, len: u32) -> bool {
+        self.can_send() && len <= FIRST_CHUNK && len <= self.sbuf_avail && len <= self.cur.length
+    }
+
+    #[inline(always)]
     pub fn next_chunk(&mut self, want: u32, limit: u32) -> Option<Chunk> {
         if !self.can_send() || want == 0 {
             return None;
@@ -498,6 +506,29 @@ mod tests {
         a.sseq_no = 0xffff;
         a.sseq_comp = 3;
         assert!(a.can_send());
+    }
+
+    #[test]
+    fn fits_whole_is_next_chunk_taking_it_all() {
+        // Near the end of the peer's SGE, of the send ring, of the credits,
+        // and past the first chunk's size: where the answer is yes, the
+        // chunk is the whole length, and where it is no, it is not.
+        for (sge_len, sbuf_used, credits) in
+            [(RB / 2, 0, 100), (70, 0, 100), (64, 0, 100), (RB / 2, RB - 2100, 100), (RB / 2, 0, 0)]
+        {
+            for len in [1, 63, 64, 65, 2047, 2048, 2049] {
+                let mut a = Flow::new(384, 384, RB, RB, credits, 2).unwrap();
+                a.set_first_sge(Sge { addr: 0x1000, key: 7, length: sge_len });
+                a.sbuf_avail -= sbuf_used;
+                let fits = a.fits_whole(len);
+                let c = a.next_chunk(len, FIRST_CHUNK);
+                assert_eq!(
+                    fits,
+                    c.is_some_and(|c| c.len == len),
+                    "sge {sge_len} used {sbuf_used} credits {credits} len {len}"
+                );
+            }
+        }
     }
 
     #[test]

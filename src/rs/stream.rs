@@ -519,6 +519,27 @@ impl Conn {
         Ok(c.len)
     }
 
+    /// A small send taken whole: `b` (1 to `sq_inline` bytes, at most the
+    /// first chunk) posted inline straight from the caller's memory as one
+    /// data message, when the peer's ring and our budgets have room for all
+    /// of it now; None leaves it to [`send_chunk`](Self::send_chunk) (same
+    /// message, same accounting, when it fits).
+    #[inline(always)]
+    pub fn send_whole_inline(&mut self, b: &[u8]) -> Option<Result<()>> {
+        let len = b.len() as u32;
+        if b.is_empty() || b.len() > self.sq_inline as usize {
+            return None;
+        }
+        self.refill();
+        if !self.flow.fits_whole(len) {
+            return None;
+        }
+        let c = self.flow.next_chunk(len, flow::FIRST_CHUNK)?;
+        let m = wire::imm(wire::OP_DATA, c.len);
+        let mut s = [ibv_sge { addr: b.as_ptr() as u64, length: c.len, lkey: 0 }];
+        Some(self.post(&mut s, Some(m), verbs::IBV_SEND_INLINE, c.remote_addr, c.rkey, m as u64))
+    }
+
     /// The peer's iomap table length (how many buffers we may map).
     pub fn peer_iomap_len(&self) -> u32 {
         self.peer_iomap.length
