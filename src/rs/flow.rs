@@ -239,9 +239,6 @@ impl Flow {
         Some(off)
     }
 
-    /// Plan the next chunk of at most `want` bytes (`limit`: the chunk-size
-    /// ceiling of this send call) and account it as sent. None if nothing
-    /// may be sent now.
     /// Whether `len` bytes (at most `FIRST_CHUNK`) go as one whole chunk now
     /// (what `next_chunk(len, FIRST_CHUNK)` would then take).
     #[inline]
@@ -249,6 +246,9 @@ impl Flow {
         self.can_send() && len <= FIRST_CHUNK && len <= self.sbuf_avail && len <= self.cur.length
     }
 
+    /// Plan the next chunk of at most `want` bytes (`limit`: the chunk-size
+    /// ceiling of this send call) and account it as sent. None if nothing
+    /// may be sent now.
     #[inline(always)]
     pub fn next_chunk(&mut self, want: u32, limit: u32) -> Option<Chunk> {
         if !self.can_send() || want == 0 {
