@@ -2,7 +2,7 @@
 //! rdma_resolve_addr(3), rdma_resolve_route(3), rdma_set_option(3),
 //! rdma_notify(3), rdma_get_src_port(3), rdma_get_dst_port(3).
 
-use super::{addr_arg, addr_req, guard0, guard_val, out};
+use super::{addr_bytes, guard0, guard_val, out};
 use crate::abi::{rdma_cm_id, rdma_event_channel, RawIbvEventType, RawPortSpace};
 use crate::cm::{id, lifecycle, ops};
 use crate::error::Error;
@@ -40,7 +40,8 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
     // SAFETY: as the caller promises.
-    guard0(|| id::lookup(id)?.bind(&unsafe { addr_req(addr) }?))
+    // SAFETY: as the caller promises.
+    guard0(|| id::lookup(id)?.bind(unsafe { addr_bytes(addr) }?.ok_or(Error::INVAL)?))
 }
 
 /// # Safety
@@ -56,8 +57,8 @@ pub unsafe extern "C" fn rdma_resolve_addr(
     guard0(|| {
         let idp = id::lookup(id)?;
         // SAFETY: as the caller promises.
-        let (dst, src) = unsafe { (addr_req(dst_addr)?, addr_arg(src_addr)?) };
-        ops::resolve_addr(&idp, src.as_ref(), &dst, timeout_ms)
+        let (dst, src) = unsafe { (addr_bytes(dst_addr)?.ok_or(Error::INVAL)?, addr_bytes(src_addr)?) };
+        ops::resolve_addr(&idp, src, dst, timeout_ms)
     })
 }
 

@@ -114,6 +114,17 @@ pub(crate) unsafe fn arg_mut<'a, T>(p: *mut T) -> Result<&'a mut T> {
 /// # Safety
 /// `p` is NULL or readable for its family's length.
 pub(crate) unsafe fn addr_arg(p: *const libc::sockaddr) -> Result<Option<RawAddr>> {
+    // SAFETY: as the caller promises.
+    Ok(unsafe { addr_bytes(p) }?.map(|b| RawAddr::from_bytes(b, b.len())))
+}
+
+/// [`addr_arg`] read in place: the caller's bytes, for a call that only
+/// passes them on (into a kernel command, into the id), with no copy of
+/// its own.
+///
+/// # Safety
+/// `p` is NULL or readable for its family's length during `'a`.
+pub(crate) unsafe fn addr_bytes<'a>(p: *const libc::sockaddr) -> Result<Option<&'a [u8]>> {
     if p.is_null() {
         return Ok(None);
     }
@@ -125,7 +136,7 @@ pub(crate) unsafe fn addr_arg(p: *const libc::sockaddr) -> Result<Option<RawAddr
         _ => return Err(Error::INVAL),
     };
     // SAFETY: readable for that length, as the caller promises.
-    unsafe { RawAddr::from_ptr(p, len as u32) }.map(Some)
+    Ok(Some(unsafe { std::slice::from_raw_parts(p as *const u8, len) }))
 }
 
 /// A socket address that must be there: EINVAL for NULL too.

@@ -162,6 +162,7 @@ pub struct DevUse {
 impl DevUse {
     /// Open the device and count a user; `with_pd` makes sure the shared
     /// PD exists (ids need it, device lists do not).
+    #[inline]
     pub fn acquire(dev: Shared<Device>, with_pd: bool) -> Result<DevUse> {
         let o = dev.open()?;
         // Common case: already used, PD there. No lock.
@@ -316,6 +317,7 @@ fn write() -> std::sync::RwLockWriteGuard<'static, List> {
 
 /// The device with this GUID (and kernel index), re-syncing the list once
 /// if it is unknown; ENODEV if it does not exist.
+#[inline]
 pub fn get(guid: u64, index: u32) -> Result<Shared<Device>> {
     {
         let l = read();

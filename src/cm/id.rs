@@ -351,22 +351,25 @@ impl Id {
         b
     }
 
-    /// The GID the kernel's `rdma_ip2gid` derives from an IP address: IPv4
-    /// v4-mapped, IPv6 as is; an unset address (family 0) gives zeros.
-    /// None for anything else (AF_IB carries its own GID: ask the kernel).
+    /// [`ip2gid_bits`](Self::ip2gid_bits) as the GID's bytes (for the
+    /// tests and the fuzz targets).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn ip2gid(&self, src: bool) -> Option<[u8; 16]> {
-        let mut g = [0u8; 16];
+        self.ip2gid_bits(src).map(u128::to_be_bytes)
+    }
+
+    /// The GID the kernel's `rdma_ip2gid` derives from an IP address, as
+    /// one big-endian number (kept in registers, not moved byte by byte):
+    /// IPv4 v4-mapped, IPv6 as is; an unset address (family 0) gives zero.
+    /// None for anything else (AF_IB carries its own GID: ask the kernel).
+    #[inline]
+    fn ip2gid_bits(&self, src: bool) -> Option<u128> {
         match self.family(src) {
-            0 => {}
-            libc::AF_INET => {
-                g[10] = 0xff;
-                g[11] = 0xff;
-                g[12..].copy_from_slice(&self.addr_bytes::<4>(src, 4));
-            }
-            libc::AF_INET6 => g = self.addr_bytes::<16>(src, 8),
-            _ => return None,
+            0 => Some(0),
+            libc::AF_INET => Some(0xffff << 32 | u32::from_be_bytes(self.addr_bytes::<4>(src, 4)) as u128),
+            libc::AF_INET6 => Some(u128::from_be_bytes(self.addr_bytes::<16>(src, 8))),
+            _ => None,
         }
-        Some(g)
     }
 
     /// The source or destination address as stored in the public struct.
@@ -612,7 +615,10 @@ impl Id {
         let gids = if self.dev.get().is_none() {
             (self.family(true) != AF_IB && self.family(false) != AF_IB).then_some(([0u8; 16], [0u8; 16]))
         } else if self.on_roce_port() {
-            self.ip2gid(true).zip(self.ip2gid(false))
+            match (self.ip2gid_bits(true), self.ip2gid_bits(false)) {
+                (Some(s), Some(d)) => Some((s.to_be_bytes(), d.to_be_bytes())),
+                _ => None,
+            }
         } else {
             None
         };
@@ -653,7 +659,7 @@ impl Id {
     }
 
     /// BIND, then the address, device and GIDs the kernel settled on.
-    pub fn bind(&self, addr: &RawAddr) -> Result<()> {
+    pub fn bind(&self, addr: &[u8]) -> Result<()> {
         ucma::bind(self.fd(), self.handle(), addr)?;
         self.query_addr()?;
         self.fill_gids()
@@ -661,9 +667,9 @@ impl Id {
 
     /// RESOLVE_ADDR; the destination is recorded at once (ADDR_RESOLVED
     /// follows on the channel).
-    pub fn resolve_addr(&self, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: i32) -> Result<()> {
+    pub fn resolve_addr(&self, src: Option<&[u8]>, dst: &[u8], timeout_ms: i32) -> Result<()> {
         ucma::resolve_addr(self.fd(), self.handle(), src, dst, timeout_ms as u32)?;
-        self.set_addr(false, dst.as_bytes(), dst.len() as u16);
+        self.set_addr(false, dst, dst.len() as u16);
         Ok(())
     }
 
@@ -749,8 +755,16 @@ pub fn unregister(id: &Shared<Id>) {
 
 /// The live id C names; EINVAL for anything else (NULL, destroyed or being
 /// destroyed, never ours).
+#[inline]
 pub fn lookup(ptr: *const rdma_cm_id) -> Result<Shared<Id>> {
-    lookup_uid(ptr as u64).filter(|i| !i.destroying.load(Ordering::Acquire)).ok_or(Error::INVAL)
+    // As lookup_uid (read in place: every export starts here).
+    // SAFETY: as in lookup_uid.
+    let id = unsafe { Shared::upgrade(&IDS, ptr as *const Id) }.ok_or(Error::INVAL)?;
+    if id.registered.load(Ordering::Acquire) && !id.destroying.load(Ordering::Acquire) {
+        Ok(id)
+    } else {
+        Err(Error::INVAL)
+    }
 }
 
 /// The id the kernel names by uid, also while it is being destroyed (its

@@ -55,7 +55,7 @@ fn wait_event(idp: &Id, expected: &[E]) -> Result<()> {
     Ok(())
 }
 
-pub fn resolve_addr(idp: &Id, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: i32) -> Result<()> {
+pub fn resolve_addr(idp: &Id, src: Option<&[u8]>, dst: &[u8], timeout_ms: i32) -> Result<()> {
     idp.resolve_addr(src, dst, timeout_ms)?;
     complete(idp, &[E::RDMA_CM_EVENT_ADDR_RESOLVED, E::RDMA_CM_EVENT_ADDR_ERROR])
 }
@@ -166,7 +166,7 @@ pub fn create_ep(info: &EpInfo, pd: *mut ibv_pd, attr: Option<&mut ibv_qp_init_a
 
 fn setup_ep(idp: &Shared<Id>, info: &EpInfo, pd: *mut ibv_pd, attr: Option<&mut ibv_qp_init_attr>) -> Result<()> {
     if info.flags & RAI_PASSIVE != 0 {
-        idp.bind(&info.src?.ok_or(Error::INVAL)?)?;
+        idp.bind(info.src?.ok_or(Error::INVAL)?.as_bytes())?;
         if !pd.is_null() {
             idp.set_pd(pd);
         }
@@ -178,7 +178,7 @@ fn setup_ep(idp: &Shared<Id>, info: &EpInfo, pd: *mut ibv_pd, attr: Option<&mut 
         return Ok(());
     }
     let dst = info.dst?.ok_or(Error::INVAL)?;
-    resolve_addr(idp, info.src?.as_ref(), &dst, 2000)?;
+    resolve_addr(idp, info.src?.as_ref().map(|a| a.as_bytes()), dst.as_bytes(), 2000)?;
     match info.route {
         Some(route) => {
             idp.set_option(RDMA_OPTION_IB as u32, RDMA_OPTION_IB_PATH as u32, route?)?;

@@ -140,7 +140,7 @@ pub fn socket(domain: i32, ty: i32, protocol: i32) -> Result<i32> {
 
 pub fn bind(s: &Shared<RSocket>, addr: &RawAddr) -> Result<()> {
     let mut g = s.lock();
-    g.id.bind(addr)?;
+    g.id.bind(addr.as_bytes())?;
     if g.phase == Phase::Init {
         g.phase = Phase::Bound;
     }

@@ -19,7 +19,6 @@ use crate::cm::channel::Channel;
 use crate::cm::{id::Id, lifecycle, qp};
 use crate::cmem::Shared;
 use crate::error::{Error, Result};
-use crate::sockaddr::RawAddr;
 use crate::verbs;
 use std::io::IoSlice;
 use std::sync::atomic::AtomicBool;
@@ -140,7 +139,7 @@ impl DgQp {
             s_armed: false,
         };
         let (b, n) = local.to_bytes();
-        id.bind(&RawAddr::from_bytes(&b, n))?;
+        id.bind(&b[..n])?;
         let dev = id.device().ok_or(Error::Errno(libc::ENODEV))?;
         let opened = dev.opened();
         let max = (opened.max_qpsize.max(1) as u32).min(QP_MAX);

@@ -1085,7 +1085,7 @@ fn start_resolve(s: &Shared<DgSocket>, key: AddrKey, local: &SockAddr, peer: &So
             return Ok(());
         }
         let src = SockAddr { port: [0, 0], ..*local };
-        if let Err(e) = id.resolve_addr(Some(&raw(&src)), &raw(peer), RESOLVE_MS) {
+        if let Err(e) = id.resolve_addr(Some(raw(&src).as_bytes()), raw(peer).as_bytes(), RESOLVE_MS) {
             finish(k, false);
             return Err(e);
         }

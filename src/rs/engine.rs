@@ -682,7 +682,7 @@ pub fn resolve_addr(g: &mut Inner) -> Result<()> {
     g.retries += 1;
     let dst = g.id.addr(false);
     g.phase = Phase::ResolvingAddr;
-    g.id.resolve_addr(None, &dst, to)
+    g.id.resolve_addr(None, dst.as_bytes(), to)
 }
 
 fn start_route(g: &mut Inner) -> Result<()> {

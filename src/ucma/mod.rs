@@ -69,10 +69,12 @@ pub fn open() -> Result<OwnedFd> {
 }
 
 /// Copy an address into a command's 128-byte field; its size.
-fn put_addr(field: &mut [u8; 128], a: &RawAddr) -> u16 {
-    let b = a.as_bytes();
-    field[..b.len()].copy_from_slice(b);
-    b.len() as u16
+/// The address bytes `b` (a socket address at its family's length) into a
+/// command's address field; its length.
+fn put_addr(field: &mut [u8; 128], b: &[u8]) -> u16 {
+    let n = b.len().min(field.len());
+    field[..n].copy_from_slice(&b[..n]);
+    n as u16
 }
 
 /// CREATE_ID: returns the kernel handle of a new id.
@@ -86,7 +88,7 @@ pub fn destroy_id(fd: RawFd, id: u32) -> Result<u32> {
 }
 
 /// BIND an id to an address.
-pub fn bind(fd: RawFd, id: u32, addr: &RawAddr) -> Result<()> {
+pub fn bind(fd: RawFd, id: u32, addr: &[u8]) -> Result<()> {
     exec_with(fd, |c: &mut Bind| {
         c.id = id;
         c.addr_size = put_addr(&mut c.addr, addr);
@@ -95,7 +97,7 @@ pub fn bind(fd: RawFd, id: u32, addr: &RawAddr) -> Result<()> {
 }
 
 /// RESOLVE_ADDR (AF_IB-capable form).
-pub fn resolve_addr(fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<()> {
+pub fn resolve_addr(fd: RawFd, id: u32, src: Option<&[u8]>, dst: &[u8], timeout_ms: u32) -> Result<()> {
     exec_with(fd, |c: &mut ResolveAddr| {
         c.id = id;
         c.timeout_ms = timeout_ms;
@@ -257,7 +259,7 @@ pub fn af_ib_support() -> bool {
         let mut sib = crate::abi::sockaddr_ib { sib_family: crate::abi::AF_IB as u16, ..Default::default() };
         sib.sib_sid = crate::abi::RDMA_IB_IP_PS_TCP.to_be();
         sib.sib_sid_mask = crate::abi::RDMA_IB_IP_PS_MASK.to_be();
-        let ok = bind(fd, id, &RawAddr::from_ib(&sib)).is_ok();
+        let ok = bind(fd, id, RawAddr::from_ib(&sib).as_bytes()).is_ok();
         let _ = destroy_id(fd, id);
         ok
     })
@@ -329,7 +331,7 @@ pub fn join_mcast(fd: RawFd, id: u32, uid: u64, addr: &RawAddr, flags: u16) -> R
     c.uid = uid;
     c.id = id;
     c.join_flags = flags;
-    c.addr_size = put_addr(&mut c.addr, addr);
+    c.addr_size = put_addr(&mut c.addr, addr.as_bytes());
     Ok(exec(fd, c)?.id)
 }
 
