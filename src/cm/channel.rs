@@ -105,6 +105,7 @@ fn find(ptr: *const rdma_event_channel) -> Option<Shared<Channel>> {
 }
 
 /// A counted reference to a live channel; EINVAL for anything else.
+#[inline]
 pub fn lookup(ptr: *const rdma_event_channel) -> Result<Shared<Channel>> {
     find(ptr).filter(|c| c.state.load(Ordering::Acquire) & LIVE != 0).ok_or(Error::INVAL)
 }

@@ -105,8 +105,14 @@ impl FromState {
         }
         let head = self.head.as_deref().map_or(&[][..], |h| h.as_bytes());
         let (hl, len) = (head.len(), head.len() + data.len());
-        k.private_data[..hl].copy_from_slice(head);
-        k.private_data[hl..len].copy_from_slice(data);
+        // (Each copy only when there is something: most connections carry
+        // no private data, and an empty copy is still a call.)
+        if hl > 0 {
+            k.private_data[..hl].copy_from_slice(head);
+        }
+        if len > hl {
+            k.private_data[hl..len].copy_from_slice(data);
+        }
         k.private_data_len = len as u8;
     }
 }

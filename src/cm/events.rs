@@ -127,6 +127,7 @@ impl DerefMut for Record {
 }
 
 impl Drop for Record {
+    #[inline]
     fn drop(&mut self) {
         self.owner = None;
         self.mc = None;

@@ -506,6 +506,7 @@ impl Id {
     }
 
     /// One more event of this id is finished with.
+    #[inline]
     pub fn complete_event(&self) {
         self.completed.fetch_add(1, Ordering::SeqCst);
         self.notify_waiters();
@@ -516,11 +517,18 @@ impl Id {
     /// itself (SeqCst) before it tests its condition under the id's lock:
     /// either it sees the change, or this sees the waiter and wakes it
     /// under the same lock, once it sleeps.
+    #[inline]
     pub fn notify_waiters(&self) {
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            let _g = self.lock();
-            self.cond.notify_all();
+            self.wake_waiters();
         }
+    }
+
+    /// [`notify_waiters`](Self::notify_waiters) once there are some.
+    #[inline(never)]
+    fn wake_waiters(&self) {
+        let _g = self.lock();
+        self.cond.notify_all();
     }
 
     /// Block until `done(state)` holds, holding only this id's mutex,
