@@ -40,7 +40,6 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
     // SAFETY: as the caller promises.
-    // SAFETY: as the caller promises.
     guard0(|| id::lookup(id)?.bind(unsafe { addr_bytes(addr) }?.ok_or(Error::INVAL)?))
 }
 

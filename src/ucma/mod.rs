@@ -68,7 +68,6 @@ pub fn open() -> Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Copy an address into a command's 128-byte field; its size.
 /// The address bytes `b` (a socket address at its family's length) into a
 /// command's address field; its length.
 fn put_addr(field: &mut [u8; 128], b: &[u8]) -> u16 {
