@@ -7,9 +7,14 @@
 # every round), ROUNDS rounds (default 5). For each: the median wall time
 # of the client process and of the server process (cmtime's server serves
 # until stopped: client only), their ranges, and the ratio against the
-# target of 0.90x (printed as met or MISS).
+# target of 0.90x (printed as met or MISS); then the CPU time each process
+# used (user and system, build/bench/cputime), and, from one more run of
+# each under callgrind, the user-space instructions the process spent in
+# librdmacm, callees included (libcost.awk): what the library itself does.
 set -uo pipefail
 OURS=$PWD/build/librdmacm.so.1
+CPUTIME=$PWD/build/bench/cputime
+LIBCOST=$PWD/abi-tests/bench/libcost.awk
 ROUNDS=${ROUNDS:-5}
 A=192.0.2.1
 # name | server command | client command | server exits by itself (1/0)
@@ -19,8 +24,7 @@ PAIRS=(
 	"ucmatose -c 100|ucmatose -c 100|ucmatose -c 100 -s $A -b $A|1"
 	"rping -C 1000|rping -s -a $A -C 1000|rping -c -a $A -I $A -C 1000|1"
 )
-declare -A vals
-now_ms() { date +%s%3N; }
+declare -A vals cpu
 listening() { # program name: its id is listening on the device
 	local i
 	for ((i = 0; i < 200; i++)); do
@@ -29,30 +33,50 @@ listening() { # program name: its id is listening on the device
 	done
 	return 1
 }
-one() { # lib spec -> "client_ms server_ms" (server_ms "-" for a daemon)
-	local lib=$1 name scmd ccmd exits e=() s0 c0 c1 s1 spid rc
+listening_any() { # some id is listening (the one server, under valgrind)
+	local i
+	for ((i = 0; i < 600; i++)); do
+		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN" && { sleep 0.3; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+one() { # lib spec -> "client_ms user_ms sys_ms [server_ms user_ms sys_ms]" (exiting servers only)
+	local lib=$1 name scmd ccmd exits e=() spid rc
 	IFS='|' read -r name scmd ccmd exits <<<"$2"
 	[ "$lib" = ours ] && e=(LD_PRELOAD="$OURS")
-	s0=$(now_ms)
 	# shellcheck disable=SC2086
-	env "${e[@]}" timeout 300 $scmd >/dev/null 2>&1 &
+	env "${e[@]}" "$CPUTIME" /tmp/pb.server timeout 300 $scmd >/dev/null 2>&1 &
 	spid=$!
 	listening "${scmd%% *}" || { kill "$spid" 2>/dev/null; echo "FAIL $name ($lib): the server did not listen"; return 1; }
-	c0=$(now_ms)
 	# shellcheck disable=SC2086
-	env "${e[@]}" timeout 300 $ccmd >/dev/null 2>&1
+	env "${e[@]}" "$CPUTIME" /tmp/pb.client timeout 300 $ccmd >/dev/null 2>&1
 	rc=$?
-	c1=$(now_ms)
-	if [ "$exits" = 1 ]; then
-		wait "$spid"
-		s1=$(now_ms)
-	else
-		kill "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		s1=""
-	fi
+	[ "$exits" = 1 ] || kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
 	((rc == 0)) || { echo "FAIL $name ($lib): client exit $rc"; return 1; }
-	echo "$((c1 - c0)) ${s1:+$((s1 - s0))}"
+	# client wall, user, sys, then the server's (exiting servers only)
+	if [ "$exits" = 1 ]; then echo "$(cat /tmp/pb.client) $(cat /tmp/pb.server)"; else cat /tmp/pb.client; fi
+	sleep 0.5
+}
+# instr lib spec side -> user-space instructions in librdmacm of the
+# client or server process (run under callgrind, its peer not)
+instr() {
+	local lib=$1 name scmd ccmd exits e=() spid s=() c=() f=/tmp/pb.cg
+	IFS='|' read -r name scmd ccmd exits <<<"$2"
+	[ "$lib" = ours ] && e=(LD_PRELOAD="$OURS")
+	rm -f $f
+	if [ "$3" = server ]; then s=(valgrind --tool=callgrind --callgrind-out-file=$f); else c=(valgrind --tool=callgrind --callgrind-out-file=$f); fi
+	# shellcheck disable=SC2086
+	env "${e[@]}" timeout 600 "${s[@]}" $scmd >/dev/null 2>&1 &
+	spid=$!
+	listening_any || { kill "$spid" 2>/dev/null; echo "FAIL $name ($lib): the server did not listen"; return 1; }
+	# shellcheck disable=SC2086
+	env "${e[@]}" timeout 600 "${c[@]}" $ccmd >/dev/null 2>&1 || { kill "$spid" 2>/dev/null; echo "FAIL $name ($lib): client"; return 1; }
+	[ "$exits" = 1 ] || kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	[ -s $f ] || { echo "FAIL $name ($lib): no callgrind output"; return 1; }
+	awk -v lib=/librdmacm.so -f "$LIBCOST" $f
 	sleep 0.5
 }
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -62,9 +86,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		((r % 2 == 0)) && order="ours upstream"
 		for lib in $order; do
 			out=$(one $lib "$spec") || { echo "$out"; exit 1; }
-			read -r c s <<<"$out"
+			read -r c cu cs s su ss <<<"$out"
 			vals[$lib.$name.client]+="$c "
-			[ -n "${s:-}" ] && vals[$lib.$name.server]+="$s "
+			cpu[$lib.$name.client.user]+="$cu " cpu[$lib.$name.client.sys]+="$cs "
+			if [ -n "${s:-}" ]; then
+				vals[$lib.$name.server]+="$s "
+				cpu[$lib.$name.server.user]+="$su " cpu[$lib.$name.server.sys]+="$ss "
+			fi
 		done
 	done
 done
@@ -84,3 +112,32 @@ for spec in "${PAIRS[@]}"; do
 done
 echo "(wall ms per process, medians of $ROUNDS alternating rounds, kernel $(uname -r) under qemu TCG; a server's time runs"
 echo " from its start, through the client's run, to its exit; cmtime's server is stopped after the client: client only)"
+echo
+printf '%-24s %17s %17s %7s  %s\n' "CPU ms (median)" "upstream usr+sys" "ours usr+sys" ratio "upstream's user time / its wall time"
+for spec in "${PAIRS[@]}"; do
+	name=${spec%%|*}
+	for side in client server; do
+		[ -n "${cpu[upstream.$name.$side.user]:-}" ] || continue
+		uu=$(med <<<"${cpu[upstream.$name.$side.user]}") us=$(med <<<"${cpu[upstream.$name.$side.sys]}")
+		ou=$(med <<<"${cpu[ours.$name.$side.user]}") os=$(med <<<"${cpu[ours.$name.$side.sys]}")
+		w=$(med <<<"${vals[upstream.$name.$side]}")
+		printf '%-24s %17s %17s %7s  %s\n' "$name, $side" "$uu+$us" "$ou+$os" \
+			"$(awk -v a=$((ou + os)) -v b=$((uu + us)) 'BEGIN { printf "%.2f", a / b }')" \
+			"$(awk -v a="$uu" -v b="$w" 'BEGIN { printf "%.2f", a / b }')"
+	done
+done
+echo "(user and system CPU of each process, its children included, medians over the same rounds)"
+echo
+printf '%-24s %14s %14s %7s\n' "in librdmacm (1 run)" "upstream instr" "ours instr" ratio
+for spec in "${PAIRS[@]}"; do
+	IFS='|' read -r name _ _ exits <<<"$spec"
+	sides=client
+	[ "$exits" = 1 ] && sides="client server"
+	for side in $sides; do
+		u=$(instr upstream "$spec" $side) || { echo "$u"; exit 1; }
+		m=$(instr ours "$spec" $side) || { echo "$m"; exit 1; }
+		printf '%-24s %14s %14s %7s\n' "$name, $side" "$u" "$m" "$(awk -v a="$m" -v b="$u" 'BEGIN { printf "%.2f", a / b }')"
+	done
+done
+echo "(user-space instructions of the process spent in librdmacm, its calls into libibverbs, the provider and libc"
+echo " included, callgrind, one run of the process under callgrind with its peer running natively)"
