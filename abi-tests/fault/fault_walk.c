@@ -528,6 +528,12 @@ out:
 struct ep_client {
 	int port;
 	volatile int done; /* 1 ok, -1 failed */
+	/* the server's rdma_accept returned (or the server gave up): the
+	 * client disconnects only then, so that the server's accept is not
+	 * answered by the client's DREQ overtaking its RTU (the kernel then
+	 * reports DISCONNECTED without ESTABLISHED: a CM race, not what this
+	 * scenario walks) */
+	volatile int accepted;
 };
 
 static void *ep_client(void *arg)
@@ -562,6 +568,8 @@ static void *ep_client(void *arg)
 		failf(RUN_ERR, "client rdma_connect: %s", ename(errno));
 		goto out;
 	}
+	for (int waited = 0; !__atomic_load_n(&c->accepted, __ATOMIC_SEQ_CST) && waited < opt_wait; waited += 5)
+		usleep(5000);
 	errno = 0;
 	if (rdma_disconnect(id)) {
 		failf(RUN_ERR, "client rdma_disconnect: %s", ename(errno));
@@ -616,7 +624,7 @@ static int sc_ep(void)
 {
 	struct rdma_addrinfo h, *res = NULL;
 	struct rdma_cm_id *lis = NULL, *child = NULL;
-	struct ep_client c = { 0, 0 };
+	struct ep_client c = { 0, 0, 0 };
 	struct ibv_qp_init_attr a;
 	pthread_t t;
 	int started = 0, r = -1, e;
@@ -652,10 +660,17 @@ static int sc_ep(void)
 	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
 	if (CALL("rdma_create_qp server", rdma_create_qp(child, NULL, &a)))
 		goto out;
-	if (CALL("rdma_accept", rdma_accept(child, NULL)))
+	step("rdma_accept");
+	errno = 0;
+	e = rdma_accept(child, NULL);
+	__atomic_store_n(&c.accepted, 1, __ATOMIC_SEQ_CST);
+	if (e) {
+		fail_errno();
 		goto out;
+	}
 	r = 0;
 out:
+	__atomic_store_n(&c.accepted, 1, __ATOMIC_SEQ_CST);
 	if (child) {
 		step("server disconnect");
 		if (r == 0)
