@@ -82,13 +82,36 @@ run_case() { # name stack
 	[ -n "$why" ] && sed 's/^/    | /' "$log" | tail -n 25
 }
 
+# Wait for a server (PID: its `timeout` wrapper) whose client has
+# finished: it should end at once (the peer closed). If it is still there
+# after SECS, its threads' kernel and user stacks go into the case's log
+# (what a hang looks like, for the next reader) before `timeout` ends it.
+wait_server() { # pid secs
+	local i c
+	for ((i = 0; i < $2 * 5; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.2
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		echo "the server is still running $2 s after its client ended; its stacks:"
+		for c in $(pgrep -P "$1"); do
+			for t in /proc/"$c"/task/*; do
+				echo "  thread ${t##*/} ($(cat "$t"/comm 2>/dev/null)) in $(cat "$t"/wchan 2>/dev/null)"
+				sed 's/^/    /' "$t"/stack 2>/dev/null | head -n 12
+			done
+			timeout 30 gdb -batch -p "$c" -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' | head -n 80
+		done
+	fi
+	wait "$1"
+}
+
 case_socat() {
 	rm -f "$tmp/out.bin"
 	env "${env[@]}" timeout -k 2 "$T" socat -u "TCP4-LISTEN:$port,bind=$ADDR,reuseaddr" "OPEN:$tmp/out.bin,creat,trunc" &
 	local s=$!
 	wait_port "$port" "$s"
 	env "${env[@]}" timeout -k 2 "$T" socat -u "OPEN:$tmp/in.bin" "TCP4:$ADDR:$port" || why="client exit $?"
-	wait "$s" || why="${why:+$why; }server exit $?"
+	wait_server "$s" 60 || why="${why:+$why; }server exit $?"
 	cmp -s "$tmp/in.bin" "$tmp/out.bin" || why="${why:+$why; }copy differs"
 }
 
@@ -98,7 +121,7 @@ case_nc() {
 	local s=$!
 	wait_port "$port" "$s"
 	env "${env[@]}" timeout -k 2 "$T" nc.openbsd -N "$ADDR" "$port" <"$tmp/in.bin" || why="client exit $?"
-	wait "$s" || why="${why:+$why; }server exit $?"
+	wait_server "$s" 60 || why="${why:+$why; }server exit $?"
 	cmp -s "$tmp/in.bin" "$tmp/out.bin" || why="${why:+$why; }copy differs"
 }
 
