@@ -529,9 +529,9 @@ struct ep_client {
 	int port;
 	volatile int done; /* 1 ok, -1 failed */
 	/* the server's rdma_accept returned (or the server gave up): the
-	 * client disconnects only then, so that the server's accept is not
-	 * answered by the client's DREQ overtaking its RTU (the kernel then
-	 * reports DISCONNECTED without ESTABLISHED: a CM race, not what this
+	 * client disconnects only then, so that the server's sync accept
+	 * cannot meet the client's disconnect before ESTABLISHED (it then
+	 * fails with EPROTO: a race between the two sides, not what this
 	 * scenario walks) */
 	volatile int accepted;
 };
