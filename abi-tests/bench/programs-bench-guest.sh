@@ -25,19 +25,12 @@ PAIRS=(
 	"rping -C 1000|rping -s -a $A -C 1000|rping -c -a $A -I $A -C 1000|1"
 )
 declare -A vals cpu
-listening() { # program name: its id is listening on the device
-	local i
-	for ((i = 0; i < 200; i++)); do
-		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN.*comm $1\|comm $1.*state LISTEN" && { sleep 0.3; return 0; }
+listening() { # [program name] [tries]: an id (the program's, or any) is listening on the device
+	local i pat="state LISTEN"
+	[ -n "${1:-}" ] && pat="state LISTEN.*comm $1\|comm $1.*state LISTEN"
+	for ((i = 0; i < ${2:-200}; i++)); do
+		rdma res show cm_id 2>/dev/null | grep -q "$pat" && { sleep 0.3; return 0; }
 		sleep 0.05
-	done
-	return 1
-}
-listening_any() { # some id is listening (the one server, under valgrind)
-	local i
-	for ((i = 0; i < 600; i++)); do
-		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN" && { sleep 0.3; return 0; }
-		sleep 0.1
 	done
 	return 1
 }
@@ -70,7 +63,7 @@ instr() {
 	# shellcheck disable=SC2086
 	env "${e[@]}" timeout 600 "${s[@]}" $scmd >/dev/null 2>&1 &
 	spid=$!
-	listening_any || { kill "$spid" 2>/dev/null; echo "FAIL $name ($lib): the server did not listen"; return 1; }
+	listening "" 1200 || { kill "$spid" 2>/dev/null; echo "FAIL $name ($lib): the server did not listen"; return 1; }
 	# shellcheck disable=SC2086
 	env "${e[@]}" timeout 600 "${c[@]}" $ccmd >/dev/null 2>&1 || { kill "$spid" 2>/dev/null; echo "FAIL $name ($lib): client"; return 1; }
 	[ "$exits" = 1 ] || kill "$spid" 2>/dev/null
