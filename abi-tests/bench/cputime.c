@@ -6,6 +6,7 @@
  * with its times written. The exit status is the command's.
  * usage: cputime OUTFILE command [args...]
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +53,12 @@ int main(int argc, char **argv)
 		perror(argv[2]);
 		_exit(127);
 	}
-	while (wait4(child, &status, 0, &ru) < 0)
-		;
+	while (wait4(child, &status, 0, &ru) < 0) {
+		if (errno != EINTR) {
+			perror("wait4");
+			return 2;
+		}
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	f = fopen(argv[1], "w");
 	if (!f) {

@@ -660,14 +660,8 @@ static int sc_ep(void)
 	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
 	if (CALL("rdma_create_qp server", rdma_create_qp(child, NULL, &a)))
 		goto out;
-	step("rdma_accept");
-	errno = 0;
-	e = rdma_accept(child, NULL);
-	__atomic_store_n(&c.accepted, 1, __ATOMIC_SEQ_CST);
-	if (e) {
-		fail_errno();
+	if (CALL("rdma_accept", rdma_accept(child, NULL)))
 		goto out;
-	}
 	r = 0;
 out:
 	__atomic_store_n(&c.accepted, 1, __ATOMIC_SEQ_CST);
