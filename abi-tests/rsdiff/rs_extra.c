@@ -7,8 +7,8 @@
  *   plain-poll       an rsocket descriptor in plain poll(2), epoll(7) and
  *                    select(2): writable at once, readable when data
  *                    arrives (no library call in between), not readable
- *                    once read, readable and hung up after the peer's
- *                    shutdown
+ *                    once read (also when rpoll saw the data first),
+ *                    readable and hung up after the peer's shutdown
  *   close-bounded    rclose of a blocking socket whose peer was killed with
  *                    sends outstanding returns within its 2 s drain; a
  *                    non-blocking socket's rclose returns at once
@@ -167,6 +167,25 @@ static void c_plain_poll(void)
 		fail("select: data sent, not readable within 5 s");
 	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 2)
 		fail("rrecv after select did not return the 2 bytes");
+	/* rpoll saw the data first (its quick look, timeout 0): the descriptor
+	 * still turns readable for plain poll() with no further library call,
+	 * and not readable once read */
+	rsend(srv, "pq", 2, 0);
+	{
+		struct pollfd p = { .fd = cli, .events = POLLIN };
+		int n = 0, i;
+		for (i = 0; i < 5000000 && (n = rpoll(&p, 1, 0)) == 0; i++)
+			;
+		if (n != 1 || !(p.revents & POLLIN))
+			fail("rpoll(timeout 0): data sent, never POLLIN (%d, revents %#x)", n, p.revents);
+	}
+	r = plain_poll(cli, POLLIN, 2000);
+	if (!(r & POLLIN))
+		fail("poll() after rpoll reported data: not readable within 2 s (revents %#x)", r);
+	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 2)
+		fail("rrecv after rpoll and poll() did not return the 2 bytes");
+	if (plain_poll(cli, POLLIN, 200) & POLLIN)
+		fail("still readable after the rpoll-announced data was read");
 	/* the peer shuts down: readable (EOF) and hung up */
 	rshutdown(srv, SHUT_RDWR);
 	r = plain_poll(cli, POLLIN, 5000);

@@ -3,14 +3,19 @@
 //! An rsocket's readiness is computed from its state after making
 //! progress (upstream's rules: POLLIN for data or EOF, POLLOUT when a send
 //! can go, POLLHUP once disconnected and read to the end, POLLERR after an error or a failed
-//! connect). To sleep, one `poll()` covers the ordinary descriptors, each
-//! rsocket's descriptor (which the engine updates on state changes) and
-//! each connection's completion channel (so that data wakes the caller
-//! directly). No fixed wake-up interval is needed.
+//! connect). A set of rsockets only is looked at without a system call:
+//! an answer at once when any is ready or the timeout is 0, else after
+//! spinning for `polling_time` µs, as upstream's rpoll does. To sleep, one
+//! `poll()` covers the ordinary descriptors, each rsocket's descriptor
+//! (which the engine updates on state changes) and each connection's
+//! completion channel (so that data wakes the caller directly). No fixed
+//! wake-up interval is needed.
 
+use super::config;
 use super::dgram;
 use super::socket::{self, Call, Inner, Phase, RSocket};
 use crate::error::{Error, Result};
+use std::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 /// The revents of one rsocket for `events` (after progress).
@@ -55,6 +60,25 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
     r
 }
 
+/// Sets up to this size are looked at without allocating.
+const FEW: usize = 8;
+
+/// Up to `FEW` entries on the stack. Only the first `n` can hold anything
+/// (the rest are `Plain`, which owns nothing): dropping just those keeps a
+/// one-descriptor rpoll from paying for seven empty drops.
+struct Few {
+    n: usize,
+    e: ManuallyDrop<[Entry; FEW]>,
+}
+
+impl Drop for Few {
+    fn drop(&mut self) {
+        for e in &mut self.e[..self.n] {
+            drop(std::mem::replace(e, Entry::Plain));
+        }
+    }
+}
+
 /// What an entry of the caller's set is.
 enum Entry {
     Stream(Call),
@@ -62,15 +86,67 @@ enum Entry {
     Plain,
 }
 
+/// Only rsockets in the set: their revents after progress, for the
+/// configured polling time unless `timeout` is 0 (upstream's rpoll spins
+/// as long before it sleeps), with no system call. Some(count) when any is
+/// ready or the timeout is 0; None: sleep.
+fn look(fds: &mut [libc::pollfd], socks: &[Entry], timeout: i32) -> Option<i32> {
+    let spin = if timeout == 0 { 0 } else { config::get().polling_time };
+    let t0 = (spin > 0).then(Instant::now);
+    loop {
+        let mut ready = 0;
+        for (p, s) in fds.iter_mut().zip(socks) {
+            if let Entry::Stream(s) = s {
+                let mut g = s.lock();
+                p.revents = revents(&mut g, p.events);
+                s.leave_unshown(&g);
+                if p.revents != 0 {
+                    ready += 1;
+                }
+            }
+        }
+        if ready > 0 || timeout == 0 {
+            return Some(ready);
+        }
+        if t0.is_none_or(|t| t.elapsed() >= Duration::from_micros(spin as u64)) {
+            // Going to sleep: the descriptors are shown as usual.
+            for s in socks {
+                if let Entry::Stream(s) = s {
+                    s.forget_shown();
+                }
+            }
+            return None;
+        }
+        std::hint::spin_loop();
+    }
+}
+
 /// `rpoll`: the number of entries with events, 0 at the timeout.
 pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
+    let entry = |fd: i32| match socket::lookup(fd) {
+        Ok(s) => Entry::Stream(RSocket::enter_owned(s)),
+        Err(_) => dgram::lookup(fd).map_or(Entry::Plain, |d| Entry::Dgram(dgram::enter(&d))),
+    };
+    // The entries: on the stack for a small set (no allocation per call).
+    let mut few = Few { n: 0, e: ManuallyDrop::new([const { Entry::Plain }; FEW]) };
+    let mut many: Vec<Entry> = Vec::new();
+    let socks: &[Entry] = if fds.len() <= FEW {
+        for (e, p) in few.e.iter_mut().zip(fds.iter()) {
+            *e = entry(p.fd);
+            few.n += 1;
+        }
+        &few.e[..few.n]
+    } else {
+        many.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
+        many.extend(fds.iter().map(|p| entry(p.fd)));
+        &many
+    };
+    if socks.iter().all(|e| matches!(e, Entry::Stream(_))) {
+        if let Some(n) = look(fds, socks, timeout) {
+            return Ok(n);
+        }
+    }
     let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
-    let mut socks: Vec<Entry> = Vec::new();
-    socks.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
-    socks.extend(fds.iter().map(|p| match socket::lookup(p.fd) {
-        Ok(s) => Entry::Stream(RSocket::enter(&s)),
-        Err(_) => dgram::lookup(p.fd).map_or(Entry::Plain, |d| Entry::Dgram(dgram::enter(&d))),
-    }));
     // Room for every descriptor the set may hold: each entry's own, a
     // stream's completion channel, a datagram socket's QP channels.
     let room: usize = socks
@@ -91,7 +167,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
         let mut again = false;
         set.clear();
         slots.clear();
-        for (p, s) in fds.iter_mut().zip(&socks) {
+        for (p, s) in fds.iter_mut().zip(socks) {
             p.revents = 0;
             match s {
                 Entry::Dgram(d) => {
@@ -168,7 +244,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
         if n < 0 {
             return Err(Error::last_os());
         }
-        for ((p, s), &(i, comp)) in fds.iter_mut().zip(&socks).zip(&slots) {
+        for ((p, s), &(i, comp)) in fds.iter_mut().zip(socks).zip(&slots) {
             match s {
                 Entry::Dgram(d) => {
                     let mut g = d.lock();

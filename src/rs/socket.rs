@@ -365,6 +365,22 @@ impl Call {
         self.s.show(g);
         self.shown.set(true);
     }
+
+    /// The end of a call that told the caller the state of a connected
+    /// socket (`rpoll` returning without sleeping): the descriptor is left
+    /// as it is, as for data a call took in and consumed. The caller acts
+    /// next (typically a receive that leaves the socket as shown); if it
+    /// stays away instead, the engine's hand-off shows the state a look
+    /// later. Not updating it saves two system calls per message for a
+    /// caller that polls before each receive.
+    pub fn leave_unshown(&self, g: &Inner) {
+        self.shown.set(g.phase == Phase::Connected && g.conn.is_some());
+    }
+
+    /// Undo [`Call::leave_unshown`]: the way out shows the state.
+    pub fn forget_shown(&self) {
+        self.shown.set(false);
+    }
 }
 
 impl std::ops::Deref for Call {
