@@ -259,7 +259,11 @@ fn recv_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, dst: &mut [IoSliceM
     // What is still to fill (advanced past each piece received).
     let mut rest = dst;
     loop {
-        socket::progress_inline(&mut g);
+        // Completions are taken only when nothing is buffered (as upstream's
+        // rrecv): what is here is returned without looking for more.
+        if !g.conn.as_ref().is_some_and(|c| c.has_data()) {
+            socket::progress_inline(&mut g);
+        }
         if g.eof_seen && !g.rd {
             // End of file was reported: it stays so.
             if let Some(c) = g.conn.as_mut() {
