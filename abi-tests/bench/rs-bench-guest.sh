@@ -7,11 +7,12 @@
 #     local address, for context): latency = 64-byte ping-pong (-S 64 -C 1 -I 5000,
 #     usec per transfer as rstream prints it), bandwidth = 1 MiB transfers
 #     (-S 1048576 -C 40, Gb/s from the usec per transfer); medians, ratio ours / upstream. Both with
-#     rstream's default (non-blocking calls retried in a loop) and blocking
-#     calls (-T b).
+#     rstream's default (non-blocking calls retried in a loop), blocking
+#     calls (-T b) and rpoll before each non-blocking call (-T a).
 #  2. user-space instructions per step (callgrind, two run lengths
 #     subtracted; build/bench/rs_bench): an rrecv that finds nothing, a
-#     64-byte round trip (blocking and non-blocking), a 64 KiB send.
+#     64-byte round trip (blocking, non-blocking, rpoll before each call),
+#     a 64 KiB send.
 set -uo pipefail
 L=$PWD/build
 ROUNDS=${ROUNDS:-7}
@@ -41,8 +42,8 @@ one() { # lib(ours|upstream|tcp) args -> the value of rstream's last column pair
 }
 for ((r = 0; r < ROUNDS; r++)); do
 	for lib in upstream ours tcp; do
-		for mode in nb b; do
-			m=(); [ $mode = b ] && m=(-T b)
+		for mode in nb b a; do
+			m=(); [ $mode != nb ] && m=(-T $mode)
 			lat=$(one $lib -S 64 -C 1 -I 5000 "${m[@]}" | awk '{ print $NF }')
 			# Gb/s from the last column (usec per transfer, two decimals):
 			# rstream's own Gb/s column has two decimals, 3 % at this bed's
@@ -56,8 +57,8 @@ done
 # verdict RATIO le|ge -> met or MISS against 1.0
 verdict() { awk -v r="$1" -v op="$2" 'BEGIN { ok = (op == "le") ? r <= 1.0 : r >= 1.0; print (r != "-" && ok) ? "met" : "MISS" }'; }
 printf '%-34s %10s %10s %8s %10s  %s\n' "rstream" upstream rdmacm-rs ratio "TCP (-T s)" target
-for mode in nb b; do
-	name=$([ $mode = nb ] && echo "non-blocking (default)" || echo "blocking (-T b)")
+for mode in nb b a; do
+	case $mode in nb) name="non-blocking (default)" ;; b) name="blocking (-T b)" ;; a) name="rpoll (-T a)" ;; esac
 	u=$(med <<<"${vals[lat.$mode.upstream]}") o=$(med <<<"${vals[lat.$mode.ours]}") t=$(med <<<"${vals[lat.$mode.tcp]}")
 	r=$(ratio "$o" "$u")
 	printf '%-34s %10s %10s %8s %10s  %s\n' "latency us, $name" "$u" "$o" "$r" "$t" "<= 1.0 $(verdict "$r" le)"
@@ -89,7 +90,7 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 		env "$env" "$B" server 7999 >/dev/null 2>&1 &
 		spid=$!
 		wait_listen 7999
-		for s in "eagain 2000 6000 1" "lat 300 900 64" "latnb 300 900 64" "bw 100 300 65536"; do
+		for s in "eagain 2000 6000 1" "lat 300 900 64" "latnb 300 900 64" "latpoll 300 900 64" "bw 100 300 65536"; do
 			read -r st n1 n2 sz <<<"$s"
 			a=$(cg "$env" "$st" "$n1" "$sz") b=$(cg "$env" "$st" "$n2" "$sz")
 			ins[$st.$lib]=$(((b - a) / (n2 - n1)))
@@ -98,7 +99,7 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 		wait "$spid" 2>/dev/null
 	done
 	for s in "eagain:rrecv finding nothing" "lat:64-byte round trip, blocking" "latnb:64-byte round trip, non-blocking" \
-		"bw:64 KiB rsend (receiver reads)"; do
+		"latpoll:64-byte round trip, rpoll first" "bw:64 KiB rsend (receiver reads)"; do
 		st=${s%%:*}
 		printf '%-34s %10s %10s %8s\n' "${s#*:}" "${ins[$st.upstream]}" "${ins[$st.ours]}" \
 			"$(ratio "${ins[$st.ours]}" "${ins[$st.upstream]}")"

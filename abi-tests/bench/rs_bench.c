@@ -10,6 +10,8 @@
  *   lat     N round trips of SIZE bytes, blocking calls
  *   latnb   N round trips of SIZE bytes, non-blocking calls retried in a
  *           loop (rstream's default)
+ *   latpoll N round trips of SIZE bytes, each non-blocking call after
+ *           rpoll(timeout 0) called until the socket is ready (rstream -T a)
  *   bw      N sends of SIZE bytes, then a 1-byte answer
  * The client prints "STEP N SIZE usec_per_step". Exit 0 on success. */
 #include <arpa/inet.h>
@@ -17,6 +19,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <rdma/rsocket.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { EAGAIN_STEP = 1, LAT, LATNB, BW };
+enum { EAGAIN_STEP = 1, LAT, LATNB, BW, LATPOLL };
 
 static double now_us(void)
 {
@@ -35,10 +38,19 @@ static double now_us(void)
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
+/* nb: 0 blocking calls, 1 non-blocking, 2 non-blocking after rpoll */
 static int xfer(int fd, void *buf, size_t len, int send, int nb)
 {
 	size_t off = 0;
 	while (off < len) {
+		if (nb == 2) {
+			struct pollfd p = { .fd = fd, .events = send ? POLLOUT : POLLIN };
+			int n;
+			while ((n = rpoll(&p, 1, 0)) == 0)
+				;
+			if (n < 0 || (p.revents & (POLLERR | POLLHUP)))
+				return -1;
+		}
 		ssize_t r = send ? rsend(fd, (char *)buf + off, len - off, nb ? MSG_DONTWAIT : 0)
 				 : rrecv(fd, (char *)buf + off, len - off, nb ? MSG_DONTWAIT : 0);
 		if (r > 0)
@@ -49,6 +61,11 @@ static int xfer(int fd, void *buf, size_t len, int send, int nb)
 			return -1;
 	}
 	return 0;
+}
+
+static int nb_of(uint32_t step)
+{
+	return step == LATNB ? 1 : step == LATPOLL ? 2 : 0;
 }
 
 static int serve(int fd)
@@ -69,8 +86,9 @@ static int serve(int fd)
 	}
 	case LAT:
 	case LATNB:
+	case LATPOLL:
 		for (uint32_t i = 0; i < n && !ret; i++)
-			ret = xfer(fd, buf, size, 0, step == LATNB) || xfer(fd, buf, size, 1, step == LATNB);
+			ret = xfer(fd, buf, size, 0, nb_of(step)) || xfer(fd, buf, size, 1, nb_of(step));
 		break;
 	case BW:
 		for (uint32_t i = 0; i < n && !ret; i++)
@@ -121,12 +139,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (argc != 7 || strcmp(argv[1], "client")) {
-		fprintf(stderr, "usage: rs_bench server PORT | client ADDR PORT eagain|lat|latnb|bw N SIZE\n");
+		fprintf(stderr, "usage: rs_bench server PORT | client ADDR PORT eagain|lat|latnb|latpoll|bw N SIZE\n");
 		return 2;
 	}
-	const char *steps[] = { "", "eagain", "lat", "latnb", "bw" };
+	const char *steps[] = { "", "eagain", "lat", "latnb", "bw", "latpoll" };
 	uint32_t step = 0;
-	for (uint32_t i = 1; i < 5; i++)
+	for (uint32_t i = 1; i < 6; i++)
 		if (!strcmp(argv[4], steps[i]))
 			step = i;
 	uint32_t n = atoi(argv[5]), size = atoi(argv[6]);
@@ -162,8 +180,9 @@ int main(int argc, char **argv)
 		break;
 	case LAT:
 	case LATNB:
+	case LATPOLL:
 		for (uint32_t i = 0; i < n && !ret; i++)
-			ret = xfer(fd, buf, size, 1, step == LATNB) || xfer(fd, buf, size, 0, step == LATNB);
+			ret = xfer(fd, buf, size, 1, nb_of(step)) || xfer(fd, buf, size, 0, nb_of(step));
 		break;
 	case BW:
 		for (uint32_t i = 0; i < n && !ret; i++)
