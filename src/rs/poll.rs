@@ -3,9 +3,10 @@
 //! An rsocket's readiness is computed from its state after making
 //! progress (upstream's rules: POLLIN for data or EOF, POLLOUT when a send
 //! can go, POLLHUP once disconnected and read to the end, POLLERR after an error or a failed
-//! connect). A set of rsockets only is looked at without a system call:
-//! an answer at once when any is ready or the timeout is 0, else after
-//! spinning for `polling_time` µs, as upstream's rpoll does. To sleep, one
+//! connect). A set of rsockets only (stream or datagram) is looked at
+//! without a system call: an answer at once when any is ready or the
+//! timeout is 0, else after spinning for `polling_time` µs, as upstream's
+//! rpoll does. To sleep, one
 //! `poll()` covers the ordinary descriptors, each rsocket's descriptor
 //! (which the engine updates on state changes) and each connection's
 //! completion channel (so that data wakes the caller directly). No fixed
@@ -86,7 +87,9 @@ enum Entry {
     Plain,
 }
 
-/// Only rsockets in the set: their revents after progress, for the
+/// Only rsockets (stream or datagram) in the set: their revents after
+/// progress (a datagram socket's include what the engine took from its
+/// UDP socket), for the
 /// configured polling time unless `timeout` is 0 (upstream's rpoll spins
 /// as long before it sleeps), with no system call. Some(count) when any is
 /// ready or the timeout is 0; None: sleep.
@@ -96,13 +99,17 @@ fn look(fds: &mut [libc::pollfd], socks: &[Entry], timeout: i32) -> Option<i32> 
     loop {
         let mut ready = 0;
         for (p, s) in fds.iter_mut().zip(socks) {
-            if let Entry::Stream(s) = s {
-                let mut g = s.lock();
-                p.revents = revents(&mut g, p.events);
-                s.leave_unshown(&g);
-                if p.revents != 0 {
-                    ready += 1;
+            match s {
+                Entry::Stream(s) => {
+                    let mut g = s.lock();
+                    p.revents = revents(&mut g, p.events);
+                    s.leave_unshown(&g);
                 }
+                Entry::Dgram(d) => p.revents = dgram::revents_locked(d, &mut d.lock(), p.events),
+                Entry::Plain => {}
+            }
+            if p.revents != 0 {
+                ready += 1;
             }
         }
         if ready > 0 || timeout == 0 {
@@ -141,7 +148,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
         many.extend(fds.iter().map(|p| entry(p.fd)));
         &many
     };
-    if socks.iter().all(|e| matches!(e, Entry::Stream(_))) {
+    if socks.iter().all(|e| !matches!(e, Entry::Plain)) {
         if let Some(n) = look(fds, socks, timeout) {
             return Ok(n);
         }
