@@ -6,11 +6,10 @@
 //! connect). A set of rsockets only (stream or datagram) is looked at
 //! without a system call: an answer at once when any is ready or the
 //! timeout is 0, else after spinning for `polling_time` µs, as upstream's
-//! rpoll does. To sleep, one
-//! `poll()` covers the ordinary descriptors, each rsocket's descriptor
-//! (which the engine updates on state changes) and each connection's
-//! completion channel (so that data wakes the caller directly). No fixed
-//! wake-up interval is needed.
+//! rpoll does. To sleep, one `poll()` covers the ordinary descriptors, each
+//! rsocket's descriptor (which the engine updates on state changes) and
+//! each connection's completion channel (so that data wakes the caller
+//! directly). No fixed wake-up interval is needed.
 
 use super::config;
 use super::dgram;
@@ -88,11 +87,10 @@ enum Entry {
 }
 
 /// Only rsockets (stream or datagram) in the set: their revents after
-/// progress (a datagram socket's include what the engine took from its
-/// UDP socket), for the
-/// configured polling time unless `timeout` is 0 (upstream's rpoll spins
-/// as long before it sleeps), with no system call. Some(count) when any is
-/// ready or the timeout is 0; None: sleep.
+/// progress (a datagram socket's include what the engine took from its UDP
+/// socket), looked at for the configured polling time unless `timeout` is
+/// 0 (upstream's rpoll spins as long before it sleeps), with no system
+/// call. Some(count) when any is ready or the timeout is 0; None: sleep.
 fn look(fds: &mut [libc::pollfd], socks: &[Entry], timeout: i32) -> Option<i32> {
     let spin = if timeout == 0 { 0 } else { config::get().polling_time };
     let t0 = (spin > 0).then(Instant::now);
@@ -106,7 +104,8 @@ fn look(fds: &mut [libc::pollfd], socks: &[Entry], timeout: i32) -> Option<i32> 
                     s.leave_unshown(&g);
                 }
                 Entry::Dgram(d) => p.revents = dgram::revents_locked(d, &mut d.lock(), p.events),
-                Entry::Plain => {}
+                // Not in a set `poll` looks at this way.
+                Entry::Plain => p.revents = 0,
             }
             if p.revents != 0 {
                 ready += 1;
