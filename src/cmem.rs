@@ -128,9 +128,14 @@ pub fn to_vec<T: Clone>(items: &[T]) -> Result<Vec<T>> {
 ///
 /// # Safety
 /// `p` is NULL or a block from `malloc`/`calloc`/`strdup` not freed yet.
+#[inline]
 pub unsafe fn free<T>(p: *mut T) {
-    // SAFETY: as the caller promises.
-    unsafe { libc::free(p as *mut libc::c_void) }
+    // (NULL tested here: lists such as rdma_getaddrinfo's have several
+    // NULL members per node, and each free(NULL) is a call into libc.)
+    if !p.is_null() {
+        // SAFETY: as the caller promises.
+        unsafe { libc::free(p as *mut libc::c_void) }
+    }
 }
 
 /// `Box::new` that reports an exhausted heap as ENOMEM.
