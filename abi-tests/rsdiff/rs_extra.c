@@ -18,6 +18,13 @@
  *   accept-parallel  a client that stops in the middle of its handshake
  *                    does not hold up raccept for the next client
  *   high-fd          descriptors above 65535 work (connect, send, receive)
+ *   repoll-away      a thread that waits in repoll_wait, calls in after
+ *                    each wake-up (200 round trips), takes data in a
+ *                    blocking rrecv and then stays away: data the peer
+ *                    sends next still makes the descriptor readable for
+ *                    plain poll(2) within 1 s, with no library call on the
+ *                    socket (the progress engine takes the socket over,
+ *                    though the loop's calls no longer wake it one by one)
  *   cycles           1000 connect / 1 KiB exchange / close cycles from 8
  *                    threads against one listener: no failure, no hang, no
  *                    descriptor or CM id left behind
@@ -26,6 +33,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -196,6 +204,117 @@ static void c_plain_poll(void)
 	rclose(cli);
 	rclose(srv);
 	rclose(l);
+}
+
+/* ---- repoll-away ---- */
+
+/* The peer, in a process of its own (so that no other thread of ours calls
+ * into the library): 200 ping/pong rounds, then 3 bytes after 100 ms, then
+ * 10 bytes once the parent writes to `go`; then it waits for EOF. */
+static void away_peer(int port, int go)
+{
+	int fd = -1, i;
+	char b[64];
+
+	for (i = 0; i < 100 && fd < 0; i++) {
+		fd = connect_to(port);
+		if (fd < 0)
+			usleep(50000);
+	}
+	if (fd < 0)
+		_exit(1);
+	for (i = 0; i < 200; i++)
+		if (rsend(fd, "ping", 4, 0) != 4 || rrecv(fd, b, 4, MSG_WAITALL) != 4)
+			_exit(2);
+	usleep(100000);
+	rsend(fd, "abc", 3, 0);
+	if (read(go, b, 1) != 1)
+		_exit(3);
+	rsend(fd, "0123456789", 10, 0);
+	while (rrecv(fd, b, sizeof b, 0) > 0)
+		;
+	rclose(fd);
+	_exit(0);
+}
+
+static void c_repoll_away(void)
+{
+	int (*create)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "repoll_create");
+	int (*ctl)(int, int, int, struct epoll_event *) =
+		(int (*)(int, int, int, struct epoll_event *))dlsym(RTLD_DEFAULT, "repoll_ctl");
+	int (*wait)(int, struct epoll_event *, int, int) =
+		(int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_DEFAULT, "repoll_wait");
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	int l, s, ep, i, n, go[2], st;
+	char b[64];
+	pid_t pid;
+	short r;
+	double t;
+
+	if (!create || !ctl || !wait) {
+		fail("repoll_create/ctl/wait not exported");
+		return;
+	}
+	if (pipe(go)) {
+		fail("pipe");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(go[1]);
+		away_peer(7410, go[0]);
+	}
+	close(go[0]);
+	l = listener(7410);
+	s = l < 0 ? -1 : raccept(l, NULL, NULL);
+	if (s < 0) {
+		fail("no connection (errno %d)", errno);
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		return;
+	}
+	ep = create(0);
+	ev.data.u64 = 77;
+	if (ep < 0 || ctl(ep, EPOLL_CTL_ADD, s, &ev)) {
+		fail("repoll_create/ctl failed (errno %d)", errno);
+		return;
+	}
+	/* an event loop: wait, take the data, answer */
+	for (i = 0; i < 200; i++) {
+		n = wait(ep, &out, 1, 5000);
+		if (n != 1 || !(out.events & EPOLLIN) || out.data.u64 != 77) {
+			fail("round %d: repoll_wait gave %d (events %#x)", i, n, n == 1 ? out.events : 0);
+			break;
+		}
+		if (rrecv(s, b, 4, MSG_WAITALL) != 4 || rsend(s, "pong", 4, 0) != 4) {
+			fail("round %d: the exchange after the wake-up failed (errno %d)", i, errno);
+			break;
+		}
+	}
+	/* The loop's thread sleeps in a blocking rrecv (it watches the
+	 * completions itself, the engine does not) until the peer sends, then
+	 * stays away from the socket: what the peer sends next must show on
+	 * the descriptor without any call on it. */
+	if (rrecv(s, b, 3, MSG_WAITALL) != 3)
+		fail("blocking rrecv after the loop did not return the 3 bytes (errno %d)", errno);
+	t = now_ms();
+	if (write(go[1], "g", 1) != 1)
+		fail("pipe write");
+	r = plain_poll(s, POLLIN, 5000);
+	t = now_ms() - t;
+	printf("# data sent while the loop's thread is away: readable in poll() after %.1f ms\n", t);
+	if (!(r & POLLIN))
+		fail("data sent after the repoll loop: descriptor not readable within 5 s (revents %#x)", r);
+	else if (t > 1000)
+		fail("data sent after the repoll loop: readable only after %.0f ms (bound 1000)", t);
+	if (rrecv(s, b, sizeof b, MSG_DONTWAIT) != 10)
+		fail("rrecv after poll() did not return the 10 bytes");
+	rclose(ep);
+	rclose(s);
+	rclose(l);
+	close(go[1]);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail("the peer process ended with status %#x", st);
 }
 
 /* ---- close-bounded ---- */
@@ -588,7 +707,8 @@ static void c_cycles(void)
 static const struct rscase cases[] = {
 	{ "plain-poll", c_plain_poll, 60 },	    { "close-bounded", c_close_bounded, 60 },
 	{ "unaccepted-freed", c_unaccepted_freed, 60 }, { "accept-parallel", c_accept_parallel, 60 },
-	{ "high-fd", c_high_fd, 60 },		    { "cycles", c_cycles, 240 },
+	{ "high-fd", c_high_fd, 60 },		    { "repoll-away", c_repoll_away, 60 },
+	{ "cycles", c_cycles, 240 },
 };
 
 int main(int argc, char **argv)

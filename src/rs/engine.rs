@@ -357,11 +357,45 @@ fn surely_empty<T>(list: &Mutex<Vec<T>>) -> bool {
 #[link_section = ".fini_array"]
 static AT_EXIT: extern "C" fn() = finish_closes_at_exit;
 
+/// How long the engine keeps ticking after a socket last joined the
+/// hand-off list from a `repoll_wait` loop without waking it.
+const REPOLL_LINGER_MS: u64 = 1000;
+
 fn run(e: &'static Engine) {
     let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 32];
     let mut next_look = 0;
+    // Until when the engine keeps ticking for a repoll_wait loop (engine
+    // ms; see socket::ENGINE_TICKING).
+    let mut linger_until = 0;
+    // The last wake-up was a kick (a socket joined the hand-off list, or
+    // another list changed).
+    let mut kicked = false;
     loop {
-        let timeout = timers(e, &mut next_look);
+        let mut timeout = timers(e, &mut next_look);
+        let now = e.now_ms();
+        // Tick while a repoll_wait loop hands sockets over itself: from the
+        // first kick after a repoll_wait call for as long as sockets keep
+        // joining the list without a kick (an idle loop, or one whose
+        // sockets are quiet, stops it after REPOLL_LINGER_MS).
+        let repoll = socket::REPOLL_CALLED.swap(false, Ordering::Relaxed);
+        if socket::KICK_SKIPPED.swap(false, Ordering::Relaxed) || (repoll && kicked) {
+            linger_until = now + REPOLL_LINGER_MS;
+        }
+        kicked = false;
+        let tick = socket::HANDOFF_MAX_MS as i32;
+        if now < linger_until {
+            socket::ENGINE_TICKING.store(true, Ordering::SeqCst);
+            if timeout < 0 || timeout > tick {
+                timeout = tick;
+            }
+        } else {
+            socket::ENGINE_TICKING.store(false, Ordering::SeqCst);
+            // A socket listed without a wake-up while the engine was
+            // still ticking: look at it in a tick.
+            if next_look == 0 && socket::handoffs_waiting() && !(0..=socket::HANDOFF_TICK_MS).contains(&timeout) {
+                timeout = socket::HANDOFF_TICK_MS;
+            }
+        }
         // SAFETY: our epoll set; room for evs.len() events.
         let n = unsafe { crate::sys::epoll_wait(e.ep.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, timeout) };
         for ev in &evs[..n.max(0) as usize] {
@@ -369,6 +403,7 @@ fn run(e: &'static Engine) {
             match token {
                 TOKEN_CM => cm_events(e),
                 TOKEN_WAKE => {
+                    kicked = true;
                     let mut v = 0u64;
                     // SAFETY: an 8-byte read from our eventfd.
                     unsafe { libc::read(e.wake.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };

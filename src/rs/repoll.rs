@@ -189,6 +189,7 @@ pub fn wait(epfd: i32, out: &mut [libc::epoll_event], timeout: i32) -> Result<us
     }
     let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
     let mut wait_ms = timeout;
+    socket::repoll_waiting();
     loop {
         socket::hand_over_now();
         dgram::hand_over_now();

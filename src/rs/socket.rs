@@ -160,6 +160,31 @@ pub(crate) const HANDOFF_TICK_MS: i32 = 1;
 /// descriptor's readiness, wait that long at most).
 pub(crate) const HANDOFF_MAX_MS: u32 = 16;
 
+/// The engine runs its timers (and so looks at the hand-off list) within
+/// `HANDOFF_MAX_MS`: it does while a `repoll_wait` loop is active
+/// (`engine::run`). Then a thread of that loop leaving a call does not wake
+/// the engine: its next `repoll_wait` hands the socket over at once
+/// (`hand_over_now`), and should it not come back, the engine's next tick
+/// finds the socket in the list. (A wake-up per call cost the redis server
+/// behind the preload two engine wake-ups and a lock handover per request.)
+pub(crate) static ENGINE_TICKING: AtomicBool = AtomicBool::new(false);
+/// `repoll_wait` was called since the engine last looked.
+pub(crate) static REPOLL_CALLED: AtomicBool = AtomicBool::new(false);
+/// A socket joined the hand-off list without waking the engine since it
+/// last looked (it keeps ticking while this happens).
+pub(crate) static KICK_SKIPPED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// This thread has called `repoll_wait` (an event loop).
+    static REPOLL_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The calling thread is about to wait in `repoll_wait`.
+pub fn repoll_waiting() {
+    REPOLL_THREAD.with(|t| t.set(true));
+    REPOLL_CALLED.store(true, Ordering::Relaxed);
+}
+
 /// The engine's epoll set (completion channels are registered one-shot,
 /// keyed by their descriptor) and its wake-up eventfd; -1 before.
 static ENGINE_EPOLL: AtomicI32 = AtomicI32::new(-1);
@@ -427,8 +452,15 @@ impl RSocket {
         let first = h.is_empty();
         h.push(this.clone());
         drop(h);
+        // (SeqCst, against the engine's store of ENGINE_TICKING before it
+        // looks at the list a last time: either it sees this socket, or
+        // this thread sees it is not ticking and wakes it.)
         if first {
-            kick_engine();
+            if REPOLL_THREAD.with(|t| t.get()) && ENGINE_TICKING.load(Ordering::SeqCst) {
+                KICK_SKIPPED.store(true, Ordering::Relaxed);
+            } else {
+                kick_engine();
+            }
         }
     }
 
