@@ -503,8 +503,17 @@ impl RSocket {
         if Calls::active(w) == 0 && this.exits_seen.load(Ordering::SeqCst) == exits {
             let mut g = this.lock();
             if g.phase == Phase::Connected && g.conn.is_some() {
-                settle(&mut g, true);
-                this.watch_enabled(&g);
+                if this.watching.load(Ordering::SeqCst) {
+                    // The engine's watch is still on and no event was taken
+                    // from the channel since (whoever takes one clears the
+                    // flag first: the engine, a sleeper, a missed event):
+                    // nothing to read, nothing to enable; the send CQ is
+                    // armed if sends now wait for completions.
+                    settle(&mut g, false);
+                } else {
+                    settle(&mut g, true);
+                    this.watch_enabled(&g);
+                }
                 this.show(&mut g);
             }
             return Handoff::Done;
