@@ -33,7 +33,7 @@ run() { # lib type -> "server-exit client-exit" and $tmp/<lib>-<type>.{server,cl
 	env "${e[@]}" timeout 30 ${dir}rdma_xserver -c "$t" -p 7499 >"$tmp/$lib-$t.server" 2>&1 &
 	spid=$!
 	for ((i = 0; i < 50; i++)); do
-		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN" && break
+		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:7499 " && break
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.2
 	done
@@ -47,6 +47,13 @@ run() { # lib type -> "server-exit client-exit" and $tmp/<lib>-<type>.{server,cl
 }
 for t in r x; do
 	read -r ds dc < <(run system $t)
+	if ((ds == 124 && dc == 124)); then
+		# Debian's library, the reference, hung on both sides (seen once
+		# in a full run, 6.1 guest, 2026-11-27): shown, and run again
+		# once. Our library gets no second try.
+		echo "# Debian's run (-c $t) timed out on both sides (server said: $(tr '\n' ';' <"$tmp/system-$t.server") client said: $(tr '\n' ';' <"$tmp/system-$t.client")); run again once"
+		read -r ds dc < <(run system $t)
+	fi
 	read -r os oc < <(run ours $t)
 	d="server exit $ds, client exit $dc"
 	o="server exit $os, client exit $oc"
