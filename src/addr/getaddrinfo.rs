@@ -11,6 +11,7 @@ use super::{acm, sa};
 use crate::abi::*;
 use crate::cmem::{self, MStr};
 use crate::error::{Error, Result};
+use crate::nulstr::NulStr;
 use crate::sockaddr::RawAddr;
 use libc::{c_int, c_void, IPPROTO_TCP, IPPROTO_UDP, SOCK_DGRAM, SOCK_STREAM};
 use std::ffi::CStr;
@@ -124,17 +125,15 @@ fn to_rai(h: &Hints, r: FirstResult) -> Result<AddrInfo> {
 
 /// What glibc would answer first for a numeric literal, computed without
 /// glibc (see [`numeric`]); only with hints, as explained there.
-fn numeric_answer(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Option<numeric::Answer> {
+fn numeric_answer(node: Option<NulStr>, service: Option<NulStr>, h: &Hints) -> Option<numeric::Answer> {
     if !h.given() {
         return None;
     }
     match node {
-        Some(n) => numeric::resolve(n.to_bytes(), service.map(CStr::to_bytes), &gai_request(h)),
+        Some(n) => numeric::resolve(n, service, &gai_request(h)),
         // The wildcard of a passive query (not for an AF_IB conversion,
         // whose family glibc is not asked for).
-        None if h.flags() & RAI_PASSIVE != 0 && h.family() != AF_IB => {
-            wildcard::resolve(service.map(CStr::to_bytes), &gai_request(h))
-        }
+        None if h.flags() & RAI_PASSIVE != 0 && h.family() != AF_IB => wildcard::resolve(service, &gai_request(h)),
         None => None,
     }
 }
@@ -192,7 +191,8 @@ fn resolve(
 }
 
 /// `rdma_getaddrinfo`, producing the C list (hints not given: all zero).
-pub fn rdma_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<AddrInfoList> {
+/// The strings are measured only if the numeric fast path does not answer.
+pub fn rdma_getaddrinfo(node: Option<NulStr>, service: Option<NulStr>, h: &Hints) -> Result<AddrInfoList> {
     if node.is_none() && service.is_none() && !h.given() {
         return Err(Error::INVAL);
     }
@@ -202,6 +202,7 @@ pub fn rdma_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) 
             return Ok(list);
         }
     }
+    let (node, service) = (node.map(NulStr::to_cstr), service.map(NulStr::to_cstr));
     let list = resolve(node, service, h, num)?;
     to_c_list(&list)
 }

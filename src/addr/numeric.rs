@@ -14,6 +14,7 @@
 //!   glibc result is STREAM/TCP or DGRAM/UDP;
 //! - the service is absent or 1–5 ASCII digits with a value ≤ 65535.
 
+use crate::nulstr::NulStr;
 use libc::{sockaddr_in, sockaddr_in6, IPPROTO_TCP, IPPROTO_UDP, SOCK_DGRAM, SOCK_STREAM};
 use std::net::Ipv6Addr;
 
@@ -49,12 +50,17 @@ pub struct Answer {
 
 /// Strict dotted-quad IPv4 (four decimal parts 0–255, no leading zeros):
 /// exactly the forms on which every parser agrees.
-pub fn parse_ipv4(s: &[u8]) -> Option<[u8; 4]> {
+pub fn parse_ipv4(s: NulStr) -> Option<[u8; 4]> {
     let mut out = [0u8; 4];
     let mut part = 0usize;
     let mut val: u32 = 0;
     let mut digits = 0u32;
-    for &c in s {
+    let mut r = s.reader();
+    loop {
+        let c = r.next();
+        if c == 0 {
+            break;
+        }
         let d = c.wrapping_sub(b'0');
         if d <= 9 {
             // A leading zero means octal to glibc; more than 255 (which also
@@ -105,25 +111,34 @@ static HEX: [u8; 256] = {
 /// the general parser. Where it answers it agrees with that parser and
 /// with glibc (tested below against std's).
 #[inline]
-pub fn parse_ipv6(s: &[u8]) -> Option<[u8; 16]> {
-    let mut groups = [0u16; 8];
+pub fn parse_ipv6(s: NulStr) -> Option<[u8; 16]> {
+    // The groups are gathered as numbers, 16 bits each, newest lowest:
+    // `tail` holds those read since the `::` (or all of them if there is
+    // none), `head` those before it; the address is `head` moved up past
+    // the groups the `::` stands for, then `tail`.
+    let mut tail: u128 = 0;
+    let mut head: u128 = 0;
     let mut count = 0usize;
     // Where the `::` stands (the number of groups before it), if any.
     let mut gap: Option<usize> = None;
-    let n = s.len();
-    let mut i = 0;
-    if s.starts_with(b"::") {
+    let mut r = s.reader();
+    // The byte being looked at (0: the end).
+    let mut c = r.next();
+    if c == b':' {
+        if r.next() != b':' {
+            return None;
+        }
         gap = Some(0);
-        i = 2;
-        if i == n {
+        c = r.next();
+        if c == 0 {
             return Some([0; 16]);
         }
     }
     loop {
         let mut v: u32 = 0;
         let mut digits = 0;
-        while i < n {
-            let h = HEX[s[i] as usize];
+        loop {
+            let h = HEX[c as usize];
             if h > 15 {
                 break;
             }
@@ -132,46 +147,43 @@ pub fn parse_ipv6(s: &[u8]) -> Option<[u8; 16]> {
             }
             v = (v << 4) | h as u32;
             digits += 1;
-            i += 1;
+            c = r.next();
         }
         if digits == 0 || count == 8 {
             return None;
         }
-        groups[count] = v as u16;
+        tail = (tail << 16) | v as u128;
         count += 1;
-        if i == n {
+        if c == 0 {
             break;
         }
-        if s[i] != b':' {
+        if c != b':' {
             return None;
         }
-        i += 1;
-        if i < n && s[i] == b':' {
+        c = r.next();
+        if c == b':' {
             if gap.is_some() {
                 return None;
             }
             gap = Some(count);
-            i += 1;
-            if i == n {
+            head = tail;
+            tail = 0;
+            c = r.next();
+            if c == 0 {
                 break;
             }
-        } else if i == n {
+        } else if c == 0 {
             return None;
         }
     }
-    let mut out = [0u8; 16];
-    // The groups after the `::` go to the end.
-    let (head, skip) = match gap {
-        None if count == 8 => (8, 0),
-        Some(at) if count <= 7 => (at, 8 - count),
+    let bits = match gap {
+        None if count == 8 => tail,
+        // At most 7 groups: the `::` stands for at least one.
+        Some(0) if count <= 7 => tail,
+        Some(at) if count <= 7 => (head << (16 * (8 - at))) | tail,
         _ => return None,
     };
-    for (k, g) in groups[..count].iter().enumerate() {
-        let slot = if k < head { k } else { k + skip };
-        out[2 * slot] = (g >> 8) as u8;
-        out[2 * slot + 1] = *g as u8;
-    }
-    Some(out)
+    Some(bits.to_be_bytes())
 }
 
 /// The glibc-level request (after the rdma → glibc hint mapping).
@@ -183,18 +195,26 @@ pub struct GaiRequest {
 }
 
 /// Parse a service the way glibc does when it is purely numeric.
-pub fn numeric_port(service: Option<&[u8]>) -> Option<u16> {
+pub fn numeric_port(service: Option<NulStr>) -> Option<u16> {
     let Some(s) = service else { return Some(0) };
-    if s.is_empty() || s.len() > 5 {
-        return None;
-    }
+    let mut r = s.reader();
     let mut v: u32 = 0;
-    for &c in s {
+    let mut digits = 0;
+    loop {
+        let c = r.next();
+        if c == 0 {
+            break;
+        }
         let d = c.wrapping_sub(b'0');
-        if d > 9 {
+        // At most 5 digits.
+        if d > 9 || digits == 5 {
             return None;
         }
         v = v * 10 + d as u32;
+        digits += 1;
+    }
+    if digits == 0 {
+        return None;
     }
     u16::try_from(v).ok()
 }
@@ -208,7 +228,7 @@ pub fn first_type(req: &GaiRequest) -> Option<(i32, i32)> {
 }
 
 /// Answer a request for a numeric node, or `None` if glibc must decide.
-pub fn resolve(node: &[u8], service: Option<&[u8]>, req: &GaiRequest) -> Option<Answer> {
+pub fn resolve(node: NulStr, service: Option<NulStr>, req: &GaiRequest) -> Option<Answer> {
     let (socktype, protocol) = first_type(req)?;
     let port = numeric_port(service)?.to_be();
     if let Some(v4) = parse_ipv4(node) {
@@ -224,8 +244,8 @@ pub fn resolve(node: &[u8], service: Option<&[u8]>, req: &GaiRequest) -> Option<
     }
     let v6 = match parse_ipv6(node) {
         Some(octets) => octets,
-        None if node.contains(&b':') => {
-            std::str::from_utf8(node).ok().and_then(|t| t.parse::<Ipv6Addr>().ok()).map(|a| a.octets())?
+        None if node.to_cstr().to_bytes().contains(&b':') => {
+            node.to_cstr().to_str().ok().and_then(|t| t.parse::<Ipv6Addr>().ok()).map(|a| a.octets())?
         }
         None => return None,
     };
@@ -243,18 +263,38 @@ pub fn resolve(node: &[u8], service: Option<&[u8]>, req: &GaiRequest) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CString;
+
+    // The parsers read NUL-terminated strings; the tests write bytes.
+    fn z(b: &[u8]) -> CString {
+        CString::new(b).unwrap()
+    }
+    fn v4(b: &[u8]) -> Option<[u8; 4]> {
+        parse_ipv4(NulStr::from_cstr(&z(b)))
+    }
+    fn v6(b: &[u8]) -> Option<[u8; 16]> {
+        parse_ipv6(NulStr::from_cstr(&z(b)))
+    }
+    fn port(b: Option<&[u8]>) -> Option<u16> {
+        let s = b.map(z);
+        numeric_port(s.as_deref().map(NulStr::from_cstr))
+    }
+    fn res(node: &[u8], service: Option<&[u8]>, req: &GaiRequest) -> Option<Answer> {
+        let s = service.map(z);
+        resolve(NulStr::from_cstr(&z(node)), s.as_deref().map(NulStr::from_cstr), req)
+    }
 
     #[test]
     fn ports() {
-        assert_eq!(numeric_port(None), Some(0));
-        assert_eq!(numeric_port(Some(b"7471")), Some(7471));
-        assert_eq!(numeric_port(Some(b"65535")), Some(65535));
-        assert_eq!(numeric_port(Some(b"65536")), None);
-        assert_eq!(numeric_port(Some(b"")), None);
-        assert_eq!(numeric_port(Some(b"+1")), None);
-        assert_eq!(numeric_port(Some(b" 1")), None);
-        assert_eq!(numeric_port(Some(b"ssh")), None);
-        assert_eq!(numeric_port(Some(b"000001")), None);
+        assert_eq!(port(None), Some(0));
+        assert_eq!(port(Some(b"7471")), Some(7471));
+        assert_eq!(port(Some(b"65535")), Some(65535));
+        assert_eq!(port(Some(b"65536")), None);
+        assert_eq!(port(Some(b"")), None);
+        assert_eq!(port(Some(b"+1")), None);
+        assert_eq!(port(Some(b" 1")), None);
+        assert_eq!(port(Some(b"ssh")), None);
+        assert_eq!(port(Some(b"000001")), None);
     }
 
     #[test]
@@ -283,7 +323,7 @@ mod tests {
             "1.2.3.4/8",
         ] {
             let std = s.parse::<std::net::Ipv4Addr>().ok().map(|a| a.octets());
-            assert_eq!(parse_ipv4(s.as_bytes()), std, "{s}");
+            assert_eq!(v4(s.as_bytes()), std, "{s}");
         }
     }
 
@@ -306,8 +346,8 @@ mod tests {
             "0:0:0:0:0:0:0:0",
             "2001:db8::ff00:42:8329",
         ] {
-            assert_eq!(parse_ipv6(s.as_bytes()), std6(s), "{s}");
-            assert!(parse_ipv6(s.as_bytes()).is_some(), "{s}");
+            assert_eq!(v6(s.as_bytes()), std6(s), "{s}");
+            assert!(v6(s.as_bytes()).is_some(), "{s}");
         }
         for s in [
             "",
@@ -329,11 +369,7 @@ mod tests {
             " ::1",
             "::1 ",
         ] {
-            assert_eq!(
-                parse_ipv6(s.as_bytes()).filter(|_| !s.contains('.')),
-                std6(s).filter(|_| !s.contains('.')),
-                "{s}"
-            );
+            assert_eq!(v6(s.as_bytes()).filter(|_| !s.contains('.')), std6(s).filter(|_| !s.contains('.')), "{s}");
         }
         // Every short string over the literal alphabet: where the direct
         // parser answers, std agrees; where std accepts a form without a
@@ -348,7 +384,7 @@ mod tests {
                     k /= alphabet.len();
                 }
                 let text = std::str::from_utf8(&buf).unwrap();
-                let ours = parse_ipv6(&buf);
+                let ours = v6(&buf);
                 let theirs = std6(text);
                 if ours.is_some() || !text.contains('.') {
                     assert_eq!(ours, theirs, "{text}");
@@ -370,29 +406,29 @@ mod tests {
                 buf.push(alphabet[(y >> 33) as usize % alphabet.len()]);
             }
             let text = std::str::from_utf8(&buf).unwrap();
-            assert_eq!(parse_ipv6(&buf), std6(text), "{text}");
+            assert_eq!(v6(&buf), std6(text), "{text}");
         }
     }
 
     #[test]
     fn literals() {
         let req = GaiRequest::default();
-        let a = resolve(b"192.0.2.1", Some(b"7471"), &req).unwrap();
+        let a = res(b"192.0.2.1", Some(b"7471"), &req).unwrap();
         let sin = a.addr.raw().as_in().unwrap();
         assert_eq!(sin.sin_port, 7471u16.to_be());
         assert_eq!(sin.sin_addr.s_addr.to_ne_bytes(), [192, 0, 2, 1]);
         assert_eq!((a.socktype, a.protocol), (SOCK_STREAM, IPPROTO_TCP));
-        let a = resolve(b"fd00::1", None, &GaiRequest { protocol: IPPROTO_UDP, ..req }).unwrap();
+        let a = res(b"fd00::1", None, &GaiRequest { protocol: IPPROTO_UDP, ..req }).unwrap();
         assert_eq!(a.addr.raw().len(), 28);
         assert_eq!((a.socktype, a.protocol), (SOCK_DGRAM, IPPROTO_UDP));
         // Forms glibc accepts but that must go to glibc.
         for s in [&b"127.1"[..], b"0x7f.0.0.1", b"010.0.0.1", b"fe80::1%lo", b"host", b""] {
-            assert!(resolve(s, None, &req).is_none(), "{:?}", s);
+            assert!(res(s, None, &req).is_none(), "{:?}", s);
         }
         // Family mismatches and inconsistent socket types go to glibc.
-        assert!(resolve(b"1.2.3.4", None, &GaiRequest { family: libc::AF_INET6, ..req }).is_none());
-        assert!(resolve(b"::1", None, &GaiRequest { family: libc::AF_INET, ..req }).is_none());
+        assert!(res(b"1.2.3.4", None, &GaiRequest { family: libc::AF_INET6, ..req }).is_none());
+        assert!(res(b"::1", None, &GaiRequest { family: libc::AF_INET, ..req }).is_none());
         let bad = GaiRequest { socktype: SOCK_STREAM, protocol: IPPROTO_UDP, ..req };
-        assert!(resolve(b"1.2.3.4", None, &bad).is_none());
+        assert!(res(b"1.2.3.4", None, &bad).is_none());
     }
 }

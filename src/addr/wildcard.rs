@@ -24,6 +24,7 @@
 //! gai.conf, a host where IPv4 is not usable) is left to glibc.
 
 use super::numeric::{self, Answer, GaiRequest, NumAddr};
+use crate::nulstr::NulStr;
 use std::sync::Mutex;
 
 const GAI_CONF: &[u8] = b"/etc/gai.conf\0";
@@ -179,7 +180,7 @@ fn ipv4_usable(port: u16) -> bool {
 
 /// glibc's first answer to a passive query with no node, or `None` where
 /// glibc must be asked. `service` must be numeric.
-pub fn resolve(service: Option<&[u8]>, req: &GaiRequest) -> Option<Answer> {
+pub fn resolve(service: Option<NulStr>, req: &GaiRequest) -> Option<Answer> {
     let (socktype, protocol) = numeric::first_type(req)?;
     let port = numeric::numeric_port(Some(service?))?.to_be();
     let v4 = |port| {
@@ -247,7 +248,9 @@ mod tests {
             for (st, pr) in [(libc::SOCK_STREAM, libc::IPPROTO_TCP), (libc::SOCK_DGRAM, libc::IPPROTO_UDP), (0, 0)] {
                 for svc in ["7471", "0", "65535"] {
                     let req = GaiRequest { family, socktype: st, protocol: pr };
-                    let Some(ours) = resolve(Some(svc.as_bytes()), &req) else {
+                    let Some(ours) =
+                        resolve(Some(NulStr::from_cstr(&std::ffi::CString::new(svc.as_bytes()).unwrap())), &req)
+                    else {
                         // Only AF_UNSPEC may be left to glibc, and only on a
                         // host with a gai.conf or without IPv4.
                         assert_eq!(family, 0);
@@ -261,8 +264,8 @@ mod tests {
         }
         // Service names and inconsistent types are glibc's.
         let req = GaiRequest { family: 0, socktype: libc::SOCK_STREAM, protocol: libc::IPPROTO_TCP };
-        assert!(resolve(Some(b"ssh"), &req).is_none());
+        assert!(resolve(Some(NulStr::from_cstr(c"ssh")), &req).is_none());
         assert!(resolve(None, &req).is_none());
-        assert!(resolve(Some(b"7471"), &GaiRequest { protocol: libc::IPPROTO_UDP, ..req }).is_none());
+        assert!(resolve(Some(NulStr::from_cstr(c"7471")), &GaiRequest { protocol: libc::IPPROTO_UDP, ..req }).is_none());
     }
 }

@@ -7,6 +7,7 @@ use crate::addr::getaddrinfo;
 use crate::addr::model::{HintMemory, Hints};
 use crate::cm::{id, ops, resolve_ai};
 use crate::error::{Error, Result};
+use crate::nulstr::NulStr;
 use crate::sockaddr::RawAddr;
 use libc::{c_char, c_int};
 
@@ -75,8 +76,8 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
         let mem = h.map(CHints);
         // SAFETY: as the caller promises.
         let list = getaddrinfo::rdma_getaddrinfo(
-            unsafe { cstr_opt(node) },
-            unsafe { cstr_opt(service) },
+            unsafe { NulStr::from_ptr(node) },
+            unsafe { NulStr::from_ptr(service) },
             &c_hints(h, mem.as_ref()),
         )?;
         if res.is_null() {

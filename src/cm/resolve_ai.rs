@@ -14,6 +14,7 @@ use crate::abi::*;
 use crate::addr::getaddrinfo;
 use crate::addr::model::{AddrInfo, Hints};
 use crate::error::{Error, Result};
+use crate::nulstr::NulStr;
 use crate::sockaddr::RawAddr;
 use crate::ucma::{self, cmd};
 use std::ffi::CStr;
@@ -85,7 +86,8 @@ fn resolve_sa(idp: &Id, service: Option<&CStr>) -> Result<()> {
 /// The DNS path: resolve now, keep the result, and queue the INTERNAL
 /// event that reports it.
 fn resolve_dns(idp: &Id, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<()> {
-    let list = getaddrinfo::rdma_getaddrinfo(node, service, hints).map_err(positive)?;
+    let list = getaddrinfo::rdma_getaddrinfo(node.map(NulStr::from_cstr), service.map(NulStr::from_cstr), hints)
+        .map_err(positive)?;
     // The result exists before the event is read, as upstream.
     idp.lock().rare()?.resolved_ai = Some(list);
     let arg = E::RDMA_CM_EVENT_ADDRINFO_RESOLVED as u64;
