@@ -30,6 +30,7 @@ ORDER = [
     "cmem",
     "sockaddr",
     "handle",
+    "nulstr",
     "sysfs",
     "ucma",
     "verbs",
