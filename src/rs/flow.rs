@@ -290,6 +290,16 @@ impl Flow {
         self.ctrl_max_seqno += 1;
     }
 
+    /// At least half the send queue's data slots and half the send ring
+    /// (and enough for a message) are free, and no control message is in
+    /// flight: what the send completions would give back is not short, so
+    /// polling for them can wait (see `Conn::poll_lazy`).
+    pub fn sends_plenty(&self, sq_data: u32) -> bool {
+        self.sqe_avail >= sq_data.div_ceil(2).max(1)
+            && self.sbuf_avail >= (self.sbuf_size / 2).max(SEND_LOWAT)
+            && self.ctrl_seqno == self.ctrl_max_seqno - CTRL_SLOTS
+    }
+
     /// Every data and control send has completed.
     pub fn sends_idle(&self, sq_data: u32) -> bool {
         self.sqe_avail == sq_data && self.ctrl_seqno == self.ctrl_max_seqno - CTRL_SLOTS
@@ -434,6 +444,41 @@ mod tests {
         a.set_first_sge(Sge { addr: 0x1000_0000, key: 7, length: RB / 2 });
         b.set_first_sge(Sge { addr: 0x2000_0000, key: 9, length: RB / 2 });
         (a, b)
+    }
+
+    #[test]
+    fn sends_plenty_only_when_completions_would_not_help() {
+        let sq_data = 384 - CTRL_SLOTS;
+        let mut a = Flow::new(384, 384, RB, RB, 384, 2).unwrap();
+        a.set_first_sge(Sge { addr: 0x1000_0000, key: 7, length: RB });
+        assert!(a.sends_plenty(sq_data) && a.sends_idle(sq_data));
+        // A control message in flight: its completion is awaited.
+        a.ctrl_posted();
+        assert!(!a.sends_plenty(sq_data));
+        a.ctrl_done();
+        assert!(a.sends_plenty(sq_data));
+        // Data in flight, less than half the ring: plenty, not idle.
+        let c = a.next_chunk(RB / 4, RB).unwrap();
+        assert!(a.sends_plenty(sq_data) && !a.sends_idle(sq_data));
+        // More than half of the ring in flight: no longer plenty.
+        let d = a.next_chunk(RB / 4 + 1, RB).unwrap();
+        assert!(!a.sends_plenty(sq_data));
+        a.data_sent(c.len);
+        a.data_sent(d.len);
+        assert!(a.sends_plenty(sq_data) && a.sends_idle(sq_data));
+        // Whenever plenty, the send resources a message needs are there
+        // (so a lazy poll never hides room to send), small rings included.
+        for (sq, ring) in [(384, RB), (4, 4096), (3, 2048), (2, 1 << 20)] {
+            let mut f = Flow::new(sq, 16, ring, ring, 16, 2).unwrap();
+            f.set_first_sge(Sge { addr: 0x1000, key: 1, length: ring });
+            let sq_data = sq - CTRL_SLOTS;
+            while let Some(ch) = f.next_chunk(1000, 1000) {
+                if f.sends_plenty(sq_data) {
+                    assert!(f.sqe_avail >= 1 && f.sbuf_avail >= SEND_LOWAT, "sq {sq} ring {ring}");
+                }
+                let _ = ch;
+            }
+        }
     }
 
     #[test]

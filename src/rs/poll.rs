@@ -15,12 +15,12 @@ use super::config;
 use super::dgram;
 use super::socket::{self, Call, Inner, Phase, RSocket};
 use crate::error::{Error, Result};
-use std::mem::ManuallyDrop;
+use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 /// The revents of one rsocket for `events` (after progress).
 pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
-    socket::progress(g);
+    socket::progress_lazy(g);
     let want_in = events & libc::POLLIN != 0;
     let want_out = events & libc::POLLOUT != 0;
     let mut r = 0;
@@ -63,18 +63,36 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
 /// Sets up to this size are looked at without allocating.
 const FEW: usize = 8;
 
-/// Up to `FEW` entries on the stack. Only the first `n` can hold anything
-/// (the rest are `Plain`, which owns nothing): dropping just those keeps a
-/// one-descriptor rpoll from paying for seven empty drops.
+/// Up to `FEW` entries on the stack, of which the first `n` are written:
+/// nothing is spent on the slots a small set does not use (neither
+/// writing them first nor dropping them after).
 struct Few {
     n: usize,
-    e: ManuallyDrop<[Entry; FEW]>,
+    e: [MaybeUninit<Entry>; FEW],
+}
+
+impl Few {
+    fn new() -> Few {
+        Few { n: 0, e: [const { MaybeUninit::uninit() }; FEW] }
+    }
+
+    /// Add an entry (at most `FEW`).
+    fn push(&mut self, v: Entry) {
+        self.e[self.n].write(v);
+        self.n += 1;
+    }
+
+    fn as_slice(&self) -> &[Entry] {
+        // SAFETY: the first n slots are written (push).
+        unsafe { std::slice::from_raw_parts(self.e.as_ptr().cast::<Entry>(), self.n) }
+    }
 }
 
 impl Drop for Few {
     fn drop(&mut self) {
-        for e in &mut self.e[..self.n] {
-            drop(std::mem::replace(e, Entry::Plain));
+        // SAFETY: the first n slots are written and dropped only here.
+        unsafe {
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(self.e.as_mut_ptr().cast::<Entry>(), self.n))
         }
     }
 }
@@ -134,14 +152,13 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
         Err(_) => dgram::lookup(fd).map_or(Entry::Plain, |d| Entry::Dgram(dgram::enter(&d))),
     };
     // The entries: on the stack for a small set (no allocation per call).
-    let mut few = Few { n: 0, e: ManuallyDrop::new([const { Entry::Plain }; FEW]) };
+    let mut few = Few::new();
     let mut many: Vec<Entry> = Vec::new();
     let socks: &[Entry] = if fds.len() <= FEW {
-        for (e, p) in few.e.iter_mut().zip(fds.iter()) {
-            *e = entry(p.fd);
-            few.n += 1;
+        for p in fds.iter() {
+            few.push(entry(p.fd));
         }
-        &few.e[..few.n]
+        few.as_slice()
     } else {
         many.try_reserve_exact(fds.len()).map_err(|_| Error::NOMEM)?;
         many.extend(fds.iter().map(|p| entry(p.fd)));

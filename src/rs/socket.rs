@@ -720,17 +720,29 @@ pub fn forget_id(idkey: usize) {
 }
 
 /// Process the connection's completions and apply what they say to the
-/// socket's state; send credits when due. Nothing blocks.
+/// socket's state; send credits when due. Nothing blocks. Afterwards the
+/// send side's state is exact (`sends_idle`).
 pub fn progress(g: &mut Inner) {
-    progress_inline(g)
+    progress_with(g, true)
 }
 
-/// [`progress`] made part of its caller (the data calls' path).
+/// [`progress`] for the data calls (`rrecv`, `rpoll`): send completions
+/// are taken only when they matter (`Conn::poll_lazy`).
+pub fn progress_lazy(g: &mut Inner) {
+    progress_with(g, false)
+}
+
+/// [`progress_lazy`] made part of its caller (the receive path).
 #[inline(always)]
 pub fn progress_inline(g: &mut Inner) {
+    progress_with(g, false)
+}
+
+#[inline(always)]
+fn progress_with(g: &mut Inner, exact: bool) {
     let connected = g.phase == Phase::Connected;
     let Some(c) = g.conn.as_mut() else { return };
-    let p = c.poll(connected);
+    let p = if exact { c.poll(connected) } else { c.poll_lazy(connected) };
     if p.violation.is_some() {
         // A peer that breaks the protocol: reset the connection.
         c.to_error();
@@ -787,7 +799,9 @@ pub fn credits(g: &mut Inner) {
 /// whenever something may have completed unheard.
 pub fn settle(g: &mut Inner, events: bool) {
     let Some(c) = g.conn.as_mut() else { return };
-    let mut poll = events && c.drain_events();
+    // Sends not idle: their completions may wait in the CQ unpolled (the
+    // data calls poll it lazily), and the engine decides on them.
+    let mut poll = (events && c.drain_events()) || !c.sends_idle();
     for _ in 0..3 {
         if poll {
             progress(g);

@@ -682,11 +682,26 @@ impl Conn {
 
     /// Take every completion: received messages into the flow state,
     /// finished sends back to the budgets; receives reposted while
-    /// `connected`.
+    /// `connected`. After it, `sends_idle` is exact.
     #[inline]
     pub fn poll(&mut self, connected: bool) -> Polled {
-        // The send CQ only while sends are outstanding.
-        let sends = !self.sends_idle();
+        self.poll_with(connected, !self.sends_idle())
+    }
+
+    /// [`poll`](Self::poll) for the data calls: the send CQ is polled only
+    /// when send resources run short or a control message is in flight
+    /// ([`Flow::sends_plenty`](flow::Flow::sends_plenty)), or a receive
+    /// failed (the QP broke: a send's failure says how); otherwise its
+    /// completions wait for a later poll and are taken in a batch. Whatever
+    /// decides on `sends_idle` polls with [`poll`](Self::poll) first.
+    #[inline]
+    pub fn poll_lazy(&mut self, connected: bool) -> Polled {
+        let sq_data = self.sq_size.saturating_sub(flow::CTRL_SLOTS);
+        self.poll_with(connected, !self.flow.sends_plenty(sq_data))
+    }
+
+    #[inline(always)]
+    fn poll_with(&mut self, connected: bool, sends: bool) -> Polled {
         let mut wcs = std::mem::MaybeUninit::<[ibv_wc; POLL_BATCH]>::uninit();
         let base = wcs.as_mut_ptr() as *mut ibv_wc;
         // SAFETY: our live CQ; room for POLL_BATCH completions.
@@ -700,9 +715,10 @@ impl Conn {
 
     /// [`poll`](Self::poll) once something may have completed: the first
     /// batch of the receive CQ (`n` completions at `wcs`, room for
-    /// POLL_BATCH), the rest of it, the send CQ if `sends`, the reposts.
+    /// POLL_BATCH), the rest of it, the send CQ if `sends` (or a receive
+    /// failed and sends are outstanding), the reposts.
     #[inline(never)]
-    fn poll_rest(&mut self, connected: bool, sends: bool, mut n: i32, wcs: *mut ibv_wc) -> Polled {
+    fn poll_rest(&mut self, connected: bool, mut sends: bool, mut n: i32, wcs: *mut ibv_wc) -> Polled {
         let mut p = Polled::default();
         let mut reposts = 0u32;
         for cq in [self.rcq.cq, self.scq.cq] {
@@ -718,6 +734,9 @@ impl Conn {
                 for i in 0..n as usize {
                     // SAFETY: the provider filled the first n entries.
                     let wc = unsafe { &*wcs.add(i) };
+                    if wc.status != verbs::IBV_WC_SUCCESS && !sends && !self.sends_idle() {
+                        sends = true;
+                    }
                     self.completed(wc, &mut p, &mut reposts);
                 }
                 if (n as usize) < POLL_BATCH {
