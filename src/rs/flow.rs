@@ -295,8 +295,10 @@ impl Flow {
     /// flight: what the send completions would give back is not short, so
     /// polling for them can wait (see `Conn::poll_lazy`).
     pub fn sends_plenty(&self, sq_data: u32) -> bool {
-        self.sqe_avail >= sq_data.div_ceil(2).max(1)
-            && self.sbuf_avail >= (self.sbuf_size / 2).max(SEND_LOWAT)
+        self.sqe_avail != 0
+            && self.sqe_avail as u64 * 2 >= sq_data as u64
+            && self.sbuf_avail >= SEND_LOWAT
+            && self.sbuf_avail as u64 * 2 >= self.sbuf_size as u64
             && self.ctrl_seqno == self.ctrl_max_seqno - CTRL_SLOTS
     }
 

@@ -697,7 +697,8 @@ impl Conn {
     #[inline]
     pub fn poll_lazy(&mut self, connected: bool) -> Polled {
         let sq_data = self.sq_size.saturating_sub(flow::CTRL_SLOTS);
-        self.poll_with(connected, !self.flow.sends_plenty(sq_data))
+        // (Idle first: the commonest case, and the cheaper test.)
+        self.poll_with(connected, !self.flow.sends_idle(sq_data) && !self.flow.sends_plenty(sq_data))
     }
 
     #[inline(always)]
