@@ -29,8 +29,8 @@ impl<'a> NulStr<'a> {
 
     #[inline]
     pub fn from_cstr(s: &'a CStr) -> NulStr<'a> {
-        // SAFETY: a CStr is a NUL-terminated string alive for 'a.
-        unsafe { Self::from_ptr(s.as_ptr()) }.expect("a CStr is not NULL")
+        // A CStr is a NUL-terminated string alive for 'a.
+        NulStr { p: NonNull::from(s).cast(), _s: PhantomData }
     }
 
     /// The string measured (`strlen`).

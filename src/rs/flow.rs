@@ -470,15 +470,14 @@ mod tests {
         assert!(a.sends_plenty(sq_data) && a.sends_idle(sq_data));
         // Whenever plenty, the send resources a message needs are there
         // (so a lazy poll never hides room to send), small rings included.
-        for (sq, ring) in [(384, RB), (4, 4096), (3, 2048), (2, 1 << 20)] {
+        for (sq, ring) in [(384, RB), (6, 4096), (5, 2048), (8, 1 << 20)] {
             let mut f = Flow::new(sq, 16, ring, ring, 16, 2).unwrap();
             f.set_first_sge(Sge { addr: 0x1000, key: 1, length: ring });
-            let sq_data = sq - CTRL_SLOTS;
-            while let Some(ch) = f.next_chunk(1000, 1000) {
+            let sq_data = sq.saturating_sub(CTRL_SLOTS);
+            while f.next_chunk(1000, 1000).is_some() {
                 if f.sends_plenty(sq_data) {
                     assert!(f.sqe_avail >= 1 && f.sbuf_avail >= SEND_LOWAT, "sq {sq} ring {ring}");
                 }
-                let _ = ch;
             }
         }
     }

@@ -729,7 +729,7 @@ pub fn progress(g: &mut Inner) {
 /// [`progress`] for the data calls (`rrecv`, `rpoll`): send completions
 /// are taken only when they matter (`Conn::poll_lazy`).
 pub fn progress_lazy(g: &mut Inner) {
-    progress_with(g, false)
+    progress_inline(g)
 }
 
 /// [`progress_lazy`] made part of its caller (the receive path).
