@@ -75,12 +75,12 @@ mod tests {
 
     #[test]
     fn reads_to_the_end_and_stays() {
-        let s = c"ab";
+        let s = cstr!("ab");
         let n = NulStr::from_cstr(s);
         let mut r = n.reader();
         assert_eq!([r.next(), r.next(), r.next(), r.next()], [b'a', b'b', 0, 0]);
         assert_eq!(n.to_cstr(), s);
-        assert_eq!(NulStr::from_cstr(c"").reader().next(), 0);
+        assert_eq!(NulStr::from_cstr(cstr!("")).reader().next(), 0);
         // SAFETY: NULL is allowed.
         assert!(unsafe { NulStr::from_ptr(std::ptr::null()) }.is_none());
     }

@@ -264,8 +264,9 @@ mod tests {
         }
         // Service names and inconsistent types are glibc's.
         let req = GaiRequest { family: 0, socktype: libc::SOCK_STREAM, protocol: libc::IPPROTO_TCP };
-        assert!(resolve(Some(NulStr::from_cstr(c"ssh")), &req).is_none());
+        assert!(resolve(Some(NulStr::from_cstr(cstr!("ssh"))), &req).is_none());
         assert!(resolve(None, &req).is_none());
-        assert!(resolve(Some(NulStr::from_cstr(c"7471")), &GaiRequest { protocol: libc::IPPROTO_UDP, ..req }).is_none());
+        assert!(resolve(Some(NulStr::from_cstr(cstr!("7471"))), &GaiRequest { protocol: libc::IPPROTO_UDP, ..req })
+            .is_none());
     }
 }
