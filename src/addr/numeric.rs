@@ -178,7 +178,8 @@ pub fn parse_ipv6(s: NulStr) -> Option<[u8; 16]> {
     }
     let bits = match gap {
         None if count == 8 => tail,
-        // At most 7 groups: the `::` stands for at least one.
+        // At most 7 groups: the `::` stands for at least one. Nothing
+        // before it: no head to move (a 128-bit shift would overflow).
         Some(0) if count <= 7 => tail,
         Some(at) if count <= 7 => (head << (16 * (8 - at))) | tail,
         _ => return None,
@@ -244,10 +245,14 @@ pub fn resolve(node: NulStr, service: Option<NulStr>, req: &GaiRequest) -> Optio
     }
     let v6 = match parse_ipv6(node) {
         Some(octets) => octets,
-        None if node.to_cstr().to_bytes().contains(&b':') => {
-            node.to_cstr().to_str().ok().and_then(|t| t.parse::<Ipv6Addr>().ok()).map(|a| a.octets())?
+        // The other IPv6 forms (dotted tail): measured once, std's parser.
+        None => {
+            let text = node.to_cstr().to_bytes();
+            if !text.contains(&b':') {
+                return None;
+            }
+            std::str::from_utf8(text).ok().and_then(|t| t.parse::<Ipv6Addr>().ok()).map(|a| a.octets())?
         }
-        None => return None,
     };
     if req.family != 0 && req.family != libc::AF_INET6 {
         return None;
