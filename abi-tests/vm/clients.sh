@@ -50,6 +50,12 @@ run_client() { # spec env log
 	# shellcheck disable=SC2086
 	timeout -k 2 "$CLIENT_TIMEOUT" env $libenv $ccmd >>"$log" 2>&1
 	crc=$?
+	if ((crc != 0)); then
+		# Evidence for a failure that does not repeat (the kernel's CM ids
+		# while the server still runs, the kernel's last messages).
+		{ echo "### after the client's failure: rdma res show cm_id"; rdma res show cm_id 2>&1 | head -n 20
+		  echo "### dmesg (last 10 lines)"; dmesg 2>&1 | tail -n 10; } >>"$log"
+	fi
 	if [ "$kind" = alone ]; then
 		src=0
 	elif [ "$kind" = daemon ]; then

@@ -66,7 +66,7 @@ for spec in "${CLIENTS[@]}" "${REBUILT[@]}"; do
 		else
 			bad "$name with ${mode%%=*}=ours: $r"
 			grep -n "### $name \[$mode\]" "$log" | tail -n1 | cut -d: -f1 |
-				while read -r n; do tail -n +"$n" "$log" | head -n 30 | sed 's/^/     /'; done
+				while read -r n; do tail -n +"$n" "$log" | head -n 70 | sed 's/^/     /'; done
 		fi
 		row+=" | $r"
 	done
