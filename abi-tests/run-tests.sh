@@ -68,6 +68,20 @@ if [ "${RDMACM_SKIP_VM:-0}" != 1 ]; then
 	step vm bash abi-tests/vm/vm-test.sh
 fi
 
+# The failures again at the end, where a log's tail shows them: every
+# FAIL or TIMEOUT line, a tests.d script that exited non-zero and a failed
+# matrix cell, with its step and (for the VM) its kernel; at most 40.
+if ((F)); then
+	echo "=== what failed:"
+	for l in build/logs/*.log; do
+		awk -v step="$(basename "$l" .log)" '
+			/^=== kernel / { k = $3; sub(/:$/, "", k) }
+			/^ *(FAIL|TIMEOUT)/ || /^  [0-9][0-9]-[a-z0-9-]+\.sh +exit [1-9]/ || /^  [^ -].*  (failed|FAILED)/ {
+				s = $0; sub(/^ +/, "", s)
+				print "  " step (k != "" ? " [" k "]" : "") ": " substr(s, 1, 300)
+			}' "$l"
+	done | head -n 40
+fi
 ((${#failed_steps[@]})) && echo "failed steps: ${failed_steps[*]}"
 echo "$P passed, $F failed, $K skipped"
 ((F == 0))
