@@ -4,8 +4,7 @@
 # (fi_info, fi_pingpong), UCX over its rdmacm connection manager (io_demo), qperf
 # with -cm1, fio's rdma ioengine. Sourced by tests.d/81-clients.sh and
 # tests.d/80-package.sh; defines CLIENTS and
-#   run_client SPEC ENV-ASSIGNMENT|"" LOG   one pair; prints "passed" (maybe
-#                                          with a note in parentheses) or
+#   run_client SPEC ENV-ASSIGNMENT|"" LOG   one pair; prints "passed" or
 #                                          "failed (<why>)"; returns 0/1
 # A spec: name | server command | client command | daemon (the server
 # serves for ever: stopped once the client is done; only the client counts)
@@ -36,30 +35,7 @@ CLIENTS=(
 )
 CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-60}
 
-# qperf's client rejected by the kernel's CM (qperf prints no reason; with a
-# logging shim it was 8, IB_CM_REJ_INVALID_SERVICE_ID: no listener for the
-# port): seen about once in 100 four-test pairs with ours on 7.3, and the
-# same reason was seen with Debian's own library there (ib_read_lat -R, see
-# programs.sh), while the server had listened before it sent its port. The
-# pair goes once more; a pass says so (the table and the check's line show
-# it), and the first run stays in the log.
 run_client() { # spec env log
-	local r from=1
-	[ -e "$3" ] && from=$(($(wc -l <"$3") + 1))
-	r=$(client_pair "$@") && { echo "$r"; return 0; }
-	if [[ ${1%%|*} == qperf* ]] &&
-		tail -n +"$from" "$3" | grep -q 'unexpected event from RDMA CM: RDMA_CM_EVENT_REJECTED'; then
-		echo "### the client was rejected by the kernel's CM: the pair once more" >>"$3"
-		if client_pair "$@" >/dev/null; then
-			echo "passed (on a second run: the first client was rejected by the kernel's CM)"
-			return 0
-		fi
-	fi
-	echo "$r"
-	return 1
-}
-
-client_pair() { # spec env log
 	local spec=$1 libenv=$2 log=$3 name scmd ccmd kind expect spid src crc from start=$SECONDS why=""
 	IFS='|' read -r name scmd ccmd kind expect <<<"$spec"
 	{ echo "### $name [${libenv:-system}]"; echo "### server: $scmd"; } >>"$log"

@@ -135,12 +135,12 @@ for spec in "${PAIRS[@]}"; do
 done
 for spec in "${CLIENTS[@]}"; do
 	name=${spec%%|*}
-	if [[ ${client_base[$name]} != passed* ]]; then
+	if [ "${client_base[$name]}" != passed ]; then
 		skp "installed: $name: fails with Debian's own library (${client_base[$name]}): not counted"
 		continue
 	fi
 	r=$(run_client "$spec" "" "$tmp/clients.log")
-	[[ $r == passed* ]] && ok "installed: $name (passes with Debian's library too)${r#passed}" || bad "installed: $name: $r"
+	[ "$r" = passed ] && ok "installed: $name (passes with Debian's library too)" || bad "installed: $name: $r"
 done
 # The installed preload library under an unmodified socket program.
 # Proof that RDMA carried it, as tests.d/65 asks: no TCP connection

@@ -53,7 +53,7 @@ done
 for spec in "${CLIENTS[@]}" "${REBUILT[@]}"; do
 	name=${spec%%|*}
 	base=$(run_client "$spec" "" "$log")
-	if [[ $base != passed* ]]; then
+	if [ "$base" != passed ]; then
 		skp "$name: fails with Debian's own library ($base): not counted for ours"
 		echo "| $name | $base | not run | not run |" >>"$table"
 		continue
@@ -61,8 +61,8 @@ for spec in "${CLIENTS[@]}" "${REBUILT[@]}"; do
 	row="| $name | passed"
 	for mode in "LD_PRELOAD=$OURS" "LD_LIBRARY_PATH=$(dirname "$OURS")"; do
 		r=$(run_client "$spec" "$mode" "$log")
-		if [[ $r == passed* ]]; then
-			ok "$name with ${mode%%=*}=ours${r#passed}"
+		if [ "$r" = passed ]; then
+			ok "$name with ${mode%%=*}=ours"
 		else
 			bad "$name with ${mode%%=*}=ours: $r"
 			grep -n "### $name \[$mode\]" "$log" | tail -n1 | cut -d: -f1 |
