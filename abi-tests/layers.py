@@ -26,6 +26,7 @@ ORDER = [
     "abi",
     "error",
     "sys",
+    "lock",
     "slab",
     "cmem",
     "sockaddr",

@@ -46,6 +46,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod handle;
+pub mod lock;
 pub mod nulstr;
 pub mod rs;
 pub mod slab;

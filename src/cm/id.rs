@@ -19,6 +19,7 @@ use crate::addr::getaddrinfo::AddrInfoList;
 use crate::cmem::{SetOnce, Shared};
 use crate::error::{Error, Result};
 use crate::handle::Table;
+use crate::lock::{Cond, Lock, LockGuard};
 use crate::slab::Slab;
 use crate::sockaddr::RawAddr;
 use crate::ucma::cmd::Plain;
@@ -27,7 +28,7 @@ use crate::verbs;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::Mutex;
 
 /// Private data kept for the first connect (`ai_connect` of
 /// `rdma_create_ep`): at most what the kernel carries.
@@ -144,7 +145,7 @@ pub struct Id {
     /// Dekker pair: both are SeqCst (see `complete_event`).
     waiters: AtomicU32,
     /// Where threads wait for acks and state changes.
-    cond: Condvar,
+    cond: Cond,
     /// Known to the library: found by [`lookup`] and [`lookup_uid`] (the
     /// registration holds a count of the id's owner).
     registered: AtomicBool,
@@ -155,7 +156,7 @@ pub struct Id {
     /// Room for the route's first path record: a route of one path (the
     /// common case) needs no allocation.
     path0: UnsafeCell<MaybeUninit<ibv_sa_path_rec>>,
-    state: Mutex<IdState>,
+    state: Lock<IdState>,
 }
 
 // SAFETY: the public struct is written only through raw pointers by the
@@ -229,8 +230,8 @@ impl Id {
                 std::ptr::addr_of_mut!((*p).dev).write(SetOnce::new());
                 std::ptr::addr_of_mut!((*p).roce).write(AtomicBool::new(false));
                 std::ptr::addr_of_mut!((*p).path0).write(UnsafeCell::new(MaybeUninit::uninit()));
-                std::ptr::addr_of_mut!((*p).state).write(Mutex::new(st));
-                std::ptr::addr_of_mut!((*p).cond).write(Condvar::new());
+                std::ptr::addr_of_mut!((*p).state).write(Lock::new(st));
+                std::ptr::addr_of_mut!((*p).cond).write(Cond::new());
             })
         }
     }
@@ -245,8 +246,9 @@ impl Id {
         Shared::as_ptr(this) as usize
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, IdState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    #[inline]
+    pub fn lock(&self) -> LockGuard<'_, IdState> {
+        self.state.lock()
     }
 
     pub fn handle(&self) -> u32 {
@@ -535,12 +537,12 @@ impl Id {
     /// released while waiting (acks wake the waiter).
     pub fn wait<'a>(
         &'a self,
-        mut st: MutexGuard<'a, IdState>,
+        mut st: LockGuard<'a, IdState>,
         done: impl Fn(&IdState) -> bool,
-    ) -> MutexGuard<'a, IdState> {
+    ) -> LockGuard<'a, IdState> {
         self.waiters.fetch_add(1, Ordering::SeqCst);
         while !done(&st) {
-            st = self.cond.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = self.cond.wait(st);
         }
         self.waiters.fetch_sub(1, Ordering::SeqCst);
         st
@@ -548,7 +550,7 @@ impl Id {
 
     /// Block until `reported` events of this id have been acked (the
     /// kernel's count from DESTROY_ID / MIGRATE_ID).
-    pub fn wait_acked<'a>(&'a self, st: MutexGuard<'a, IdState>, reported: u32) -> MutexGuard<'a, IdState> {
+    pub fn wait_acked<'a>(&'a self, st: LockGuard<'a, IdState>, reported: u32) -> LockGuard<'a, IdState> {
         self.wait(st, |_| self.completed.load(Ordering::SeqCst) >= reported)
     }
 

@@ -7,7 +7,7 @@
 use super::config::{self, Opts};
 use super::dgram::{self, DgSocket};
 use super::engine::{self, CLOSE_DRAIN_MS};
-use super::socket::{self, Call, Inner, Phase, RSocket};
+use super::socket::{self, Call, Guard, Inner, Phase, RSocket};
 use super::stream::Src;
 use crate::abi::{AF_IB, RDMA_PS_TCP};
 use crate::cm::{conn, lifecycle};
@@ -15,7 +15,6 @@ use crate::cmem::Shared;
 use crate::error::{Error, Result};
 use crate::sockaddr::RawAddr;
 use std::io::{IoSlice, IoSliceMut};
-use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
 /// Chunks of a send call: the first is this big, each next one twice as
@@ -38,11 +37,11 @@ fn nonblocking(g: &Inner, flags: i32) -> bool {
 /// asleep. Returns early (without sleeping) when anything completed.
 fn sleep<'a>(
     s: &'a RSocket,
-    mut g: MutexGuard<'a, Inner>,
+    mut g: Guard<'a>,
     events: i16,
     deadline: Option<Instant>,
     send: bool,
-) -> Result<MutexGuard<'a, Inner>> {
+) -> Result<Guard<'a>> {
     // This thread looks after the completions from now on (the engine
     // would only wake with it).
     s.watch_off(&g);
@@ -220,7 +219,7 @@ fn errno_of(e: Error) -> i32 {
 }
 
 /// A data call on a socket still connecting: wait (blocking) or EAGAIN.
-fn wait_open<'a>(s: &'a RSocket, mut g: MutexGuard<'a, Inner>, nonblock: bool) -> Result<MutexGuard<'a, Inner>> {
+fn wait_open<'a>(s: &'a RSocket, mut g: Guard<'a>, nonblock: bool) -> Result<Guard<'a>> {
     while g.phase.opening() {
         if nonblock {
             return Err(Error::Errno(libc::EAGAIN));
@@ -238,10 +237,10 @@ pub fn recv(s: &Call, dst: &mut [IoSliceMut], flags: i32) -> Result<usize> {
     r
 }
 
-type Locked<'a, T> = (MutexGuard<'a, Inner>, Result<T>);
+type Locked<'a, T> = (Guard<'a>, Result<T>);
 
 #[inline(always)]
-fn recv_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, dst: &mut [IoSliceMut], flags: i32) -> Locked<'a, usize> {
+fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: i32) -> Locked<'a, usize> {
     let waitall = flags & libc::MSG_WAITALL != 0;
     // The total asked for matters only to MSG_WAITALL (and whether it is 0).
     let want: usize =
@@ -329,7 +328,7 @@ pub fn send(s: &Call, src: &[IoSlice], flags: i32) -> Result<usize> {
 }
 
 #[inline(always)]
-fn send_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, src: &[IoSlice], flags: i32) -> Locked<'a, usize> {
+fn send_locked<'a>(s: &'a RSocket, g: Guard<'a>, src: &[IoSlice], flags: i32) -> Locked<'a, usize> {
     let nonblock = nonblocking(&g, flags);
     let mut g = match wait_open(s, g, nonblock) {
         Ok(g) => g,
@@ -383,7 +382,7 @@ fn send_locked<'a>(s: &'a RSocket, g: MutexGuard<'a, Inner>, src: &[IoSlice], fl
 
 /// Wait (blocking sockets only) until every send has completed, the
 /// connection is gone, or `deadline`.
-fn drain<'a>(s: &'a RSocket, mut g: MutexGuard<'a, Inner>, deadline: Instant) -> MutexGuard<'a, Inner> {
+fn drain<'a>(s: &'a RSocket, mut g: Guard<'a>, deadline: Instant) -> Guard<'a> {
     loop {
         socket::progress(&mut g);
         let idle = g.conn.as_ref().is_none_or(|c| c.sends_idle());
@@ -399,7 +398,7 @@ fn drain<'a>(s: &'a RSocket, mut g: MutexGuard<'a, Inner>, deadline: Instant) ->
 
 /// Post the control message a shutdown needs (waiting, bounded, for a free
 /// control slot on a blocking socket).
-fn post_ctrl<'a>(s: &'a RSocket, mut g: MutexGuard<'a, Inner>, ctrl: u32, deadline: Instant) -> MutexGuard<'a, Inner> {
+fn post_ctrl<'a>(s: &'a RSocket, mut g: Guard<'a>, ctrl: u32, deadline: Instant) -> Guard<'a> {
     loop {
         socket::progress(&mut g);
         if g.phase != Phase::Connected {
@@ -428,12 +427,7 @@ fn post_ctrl<'a>(s: &'a RSocket, mut g: MutexGuard<'a, Inner>, ctrl: u32, deadli
 /// it hears of the disconnect (upstream's rpoll reports POLLHUP as soon as
 /// it sees the disconnect, and a program that stops there would lose the
 /// end of the stream).
-fn send_ctrl<'a>(
-    s: &'a Shared<RSocket>,
-    mut g: MutexGuard<'a, Inner>,
-    ctrl: u32,
-    deadline: Instant,
-) -> MutexGuard<'a, Inner> {
+fn send_ctrl<'a>(s: &'a Shared<RSocket>, mut g: Guard<'a>, ctrl: u32, deadline: Instant) -> Guard<'a> {
     if g.opts.nonblocking() {
         socket::progress(&mut g);
         let busy = g.conn.as_ref().is_some_and(|c| !c.sends_idle() || !c.flow.ctrl_free());

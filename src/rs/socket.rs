@@ -15,10 +15,11 @@ use crate::cm::id::Id;
 use crate::cmem::Shared;
 use crate::error::{Error, Result};
 use crate::handle::{FdMap, Table};
+use crate::lock::{Lock, LockGuard};
 use crate::slab::Slab;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 /// Where a stream socket is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,9 +83,12 @@ pub struct Inner {
     pub deferred_idle_since: Option<u64>,
 }
 
+/// A socket's state, locked.
+pub type Guard<'a> = LockGuard<'a, Inner>;
+
 pub struct RSocket {
     sig: Signal,
-    inner: Mutex<Inner>,
+    inner: Lock<Inner>,
     /// Application calls on this socket and the engine's flags about
     /// them, in one word ([`Calls`]).
     calls: Calls,
@@ -271,7 +275,7 @@ impl RSocket {
         let fd = sig.fd();
         let value = RSocket {
             sig,
-            inner: Mutex::new(Inner {
+            inner: Lock::new(Inner {
                 phase: Phase::Init,
                 rd: false,
                 wr: false,
@@ -319,8 +323,9 @@ impl RSocket {
         self.sig.close();
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    #[inline]
+    pub fn lock(&self) -> Guard<'_> {
+        self.inner.lock()
     }
 
     /// Mirror the socket's state onto its descriptor.
