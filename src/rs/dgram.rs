@@ -34,11 +34,12 @@ use crate::cm::{id::Id, lifecycle};
 use crate::cmem::Shared;
 use crate::error::{Error, Result};
 use crate::handle::Table;
+use crate::lock::{Lock, LockGuard};
 use crate::sockaddr::RawAddr;
 use std::collections::{HashMap, VecDeque};
 use std::io::{IoSlice, IoSliceMut};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Engine epoll tokens of datagram descriptors: this bit plus the
@@ -116,7 +117,7 @@ pub struct DgSocket {
     udp: Udp,
     /// The engine's event channel (every id of the socket lives on it).
     ch: Shared<Channel>,
-    inner: Mutex<Inner>,
+    inner: Lock<Inner>,
     /// Application threads inside a call on the socket.
     active: AtomicU32,
     /// Calls finished (the engine sees whether the application came back).
@@ -191,7 +192,7 @@ pub fn create(ch: &Shared<Channel>, domain: i32, opts: Opts, cloexec: bool) -> R
         sig,
         udp,
         ch: ch.clone(),
-        inner: Mutex::new(Inner {
+        inner: Lock::new(Inner {
             domain,
             opts,
             ready: false,
@@ -245,8 +246,9 @@ impl DgSocket {
         self.sig.fd()
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    #[inline]
+    pub fn lock(&self) -> LockGuard<'_, Inner> {
+        self.inner.lock()
     }
 
     /// The internal UDP socket (options are applied to it first).
@@ -610,10 +612,10 @@ const IBV_WC_WR_FLUSH_ERR: u32 = 5;
 /// asleep.
 fn sleep<'a>(
     s: &'a DgSocket,
-    mut g: MutexGuard<'a, Inner>,
+    mut g: LockGuard<'a, Inner>,
     events: i16,
     also: Option<(i32, i16)>,
-) -> Result<MutexGuard<'a, Inner>> {
+) -> Result<LockGuard<'a, Inner>> {
     let spin = config::get().polling_time;
     if spin > 0 && also.is_none() {
         let t0 = Instant::now();
@@ -697,7 +699,7 @@ pub fn send(s: &Shared<DgSocket>, src: &[IoSlice], flags: i32, to: Option<&RawAd
     r
 }
 
-type Locked<'a, T> = (MutexGuard<'a, Inner>, Result<T>);
+type Locked<'a, T> = (LockGuard<'a, Inner>, Result<T>);
 
 /// What one look at the destination decided.
 enum Step {
@@ -710,7 +712,7 @@ enum Step {
 
 fn send_locked<'a>(
     s: &'a Shared<DgSocket>,
-    mut g: MutexGuard<'a, Inner>,
+    mut g: LockGuard<'a, Inner>,
     src: &[IoSlice],
     flags: i32,
     to: Option<&RawAddr>,
@@ -818,7 +820,7 @@ pub fn recv(s: &Shared<DgSocket>, dst: &mut [IoSliceMut], flags: i32) -> Result<
 
 fn recv_locked<'a>(
     s: &'a DgSocket,
-    mut g: MutexGuard<'a, Inner>,
+    mut g: LockGuard<'a, Inner>,
     dst: &mut [IoSliceMut],
     flags: i32,
 ) -> Locked<'a, Received> {

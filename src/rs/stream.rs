@@ -602,6 +602,18 @@ impl Conn {
     #[inline(always)]
     pub fn recv_into(&mut self, dst: &mut [IoSliceMut], peek: bool) -> usize {
         let mut total = 0;
+        if !peek {
+            for b in dst.iter_mut() {
+                let mut off = 0;
+                while off < b.len() {
+                    let Some((at, n)) = self.flow.take_run(b.len() - off) else { return total };
+                    self.rbuf.read(at as usize, &mut b[off..off + n as usize]);
+                    off += n as usize;
+                    total += n as usize;
+                }
+            }
+            return total;
+        }
         let mut state = self.flow.read_state();
         for b in dst.iter_mut() {
             let mut off = 0;
@@ -610,12 +622,7 @@ impl Conn {
                 self.rbuf.read(at as usize, &mut b[off..off + n as usize]);
                 off += n as usize;
                 total += n as usize;
-                if peek {
-                    self.flow.advance(&mut state, n);
-                } else {
-                    self.flow.consumed(n);
-                    state = self.flow.read_state();
-                }
+                self.flow.advance(&mut state, n);
             }
         }
         total
