@@ -114,11 +114,6 @@ impl<T: ?Sized> Lock<T> {
             futex_wake(&self.state, 1);
         }
     }
-
-    /// The data, through an exclusive reference (no locking needed).
-    pub fn get_mut(&mut self) -> &mut T {
-        self.data.get_mut()
-    }
 }
 
 /// The lock held; released on drop (also during unwinding: there is no
@@ -160,14 +155,9 @@ impl<T: ?Sized> Drop for LockGuard<'_, T> {
 /// A condition variable for [`Lock`]: a sequence word that each
 /// notification advances; a waiter sleeps while it has not moved since it
 /// let the lock go.
+#[derive(Default)]
 pub struct Cond {
     seq: AtomicU32,
-}
-
-impl Default for Cond {
-    fn default() -> Cond {
-        Cond::new()
-    }
 }
 
 impl Cond {
@@ -189,11 +179,6 @@ impl Cond {
         drop(g);
         futex_wait(&self.seq, seq, timeout);
         lock.lock()
-    }
-
-    pub fn notify_one(&self) {
-        self.seq.fetch_add(1, Ordering::Relaxed);
-        futex_wake(&self.seq, 1);
     }
 
     pub fn notify_all(&self) {
