@@ -5,7 +5,7 @@
 //! `std::sync::Mutex` checks the thread's panic state when it is taken and
 //! again when it is released (poisoning), which the library ignores anyway
 //! (a panic never leaves an export, and every lock was taken as
-//! `lock().unwrap_or_else(|e| e.into_inner())`): ~30 user-space
+//! `lock().unwrap_or_else(|e| e.into_inner())`): ~15 user-space
 //! instructions per lock and unlock on paths whose whole budget is a few
 //! hundred (callgrind; docs/architecture.md, "Locks"). parking_lot would do
 //! the same, but its contended path allocates (its parking table grows with
@@ -21,23 +21,25 @@ use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
 
-/// Wait while `*word == val` (or until woken, a signal, or `timeout`).
-fn futex_wait(word: &AtomicU32, val: u32, timeout: Option<Duration>) {
-    let ts = timeout.map(|d| libc::timespec {
-        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
-    });
-    let tp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: a valid futex word of this process; a valid or null timeout.
-    // Any result (woken, EAGAIN: the value changed, EINTR, ETIMEDOUT) sends
-    // the caller back to look at the word.
-    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, val, tp) };
+/// Wait while `*word == val` (or until woken or a signal).
+fn futex_wait(word: &AtomicU32, val: u32) {
+    // SAFETY: a valid futex word of this process; no timeout. Any result
+    // (woken, EAGAIN: the value changed, EINTR) sends the caller back to
+    // look at the word.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            val,
+            std::ptr::null::<libc::timespec>(),
+        )
+    };
 }
 
 /// Wake up to `n` threads waiting on `word`.
@@ -90,7 +92,7 @@ impl<T: ?Sized> Lock<T> {
             if s != CONTENDED && self.state.swap(CONTENDED, Ordering::Acquire) == UNLOCKED {
                 return;
             }
-            futex_wait(&self.state, CONTENDED, None);
+            futex_wait(&self.state, CONTENDED);
             s = self.spin();
         }
     }
@@ -168,16 +170,11 @@ impl Cond {
     /// Release the guard's lock, sleep until notified (or a spurious wake-up:
     /// callers look at their condition again), take the lock again.
     pub fn wait<'a, T: ?Sized>(&self, g: LockGuard<'a, T>) -> LockGuard<'a, T> {
-        self.wait_timeout(g, None)
-    }
-
-    /// [`wait`](Self::wait), for at most `timeout` when one is given.
-    pub fn wait_timeout<'a, T: ?Sized>(&self, g: LockGuard<'a, T>, timeout: Option<Duration>) -> LockGuard<'a, T> {
         // Read before the lock goes: a notification after this moves it.
         let seq = self.seq.load(Ordering::Relaxed);
         let lock = g.lock;
         drop(g);
-        futex_wait(&self.seq, seq, timeout);
+        futex_wait(&self.seq, seq);
         lock.lock()
     }
 
@@ -228,25 +225,13 @@ mod tests {
             }
             true
         });
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(20));
         {
             let (l, c) = &*pair;
             *l.lock() = true;
             c.notify_all();
         }
         assert!(t.join().unwrap());
-    }
-
-    #[test]
-    fn a_timed_wait_returns_without_a_notification() {
-        let l = Lock::new(());
-        let c = Cond::new();
-        let t0 = std::time::Instant::now();
-        let g = c.wait_timeout(l.lock(), Some(Duration::from_millis(30)));
-        drop(g);
-        assert!(t0.elapsed() >= Duration::from_millis(25));
-        // The lock was given back and taken again: it is free now.
-        drop(l.lock());
     }
 
     #[test]

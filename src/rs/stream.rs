@@ -602,27 +602,22 @@ impl Conn {
     #[inline(always)]
     pub fn recv_into(&mut self, dst: &mut [IoSliceMut], peek: bool) -> usize {
         let mut total = 0;
-        if !peek {
-            for b in dst.iter_mut() {
-                let mut off = 0;
-                while off < b.len() {
-                    let Some((at, n)) = self.flow.take_run(b.len() - off) else { return total };
-                    self.rbuf.read(at as usize, &mut b[off..off + n as usize]);
-                    off += n as usize;
-                    total += n as usize;
-                }
-            }
-            return total;
-        }
+        // A peek reads from a position of its own; a receive consumes each
+        // run as it takes it.
         let mut state = self.flow.read_state();
         for b in dst.iter_mut() {
             let mut off = 0;
             while off < b.len() {
-                let Some((at, n)) = self.flow.next_read_from(&state, b.len() - off) else { return total };
+                let max = b.len() - off;
+                let run = if peek {
+                    self.flow.next_read_from(&state, max).inspect(|&(_, n)| self.flow.advance(&mut state, n))
+                } else {
+                    self.flow.take_run(max)
+                };
+                let Some((at, n)) = run else { return total };
                 self.rbuf.read(at as usize, &mut b[off..off + n as usize]);
                 off += n as usize;
                 total += n as usize;
-                self.flow.advance(&mut state, n);
             }
         }
         total
