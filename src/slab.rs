@@ -67,6 +67,14 @@ pub struct Slab {
     /// Slot size (a multiple of the slots' alignment) and slots per chunk.
     size: usize,
     per_chunk: usize,
+    /// The size as `odd << shift`, and the inverse of `odd` modulo 2^64:
+    /// a multiple of the size divides by it exactly as `(off >> shift) *
+    /// inv`, and `off` is a multiple exactly when `(off * inv)` rotated
+    /// right by `shift` is at most `usize::MAX / size` (no `div`, which
+    /// costs tens of cycles, on the handle checks).
+    shift: u32,
+    inv: usize,
+    lim: usize,
     /// Offsets in a chunk of the link array (after the header) and of the
     /// first slot (a multiple of the slots' alignment: chunks are
     /// CHUNK-aligned).
@@ -101,6 +109,18 @@ const fn geometry(size: usize, align: usize) -> (usize, usize, usize) {
     }
 }
 
+/// The inverse of odd `m` modulo 2^64 (Newton's iteration: each step
+/// doubles the bits that are right, from 3 with `m` itself).
+const fn inverse(m: usize) -> usize {
+    let mut x = m;
+    let mut i = 0;
+    while i < 5 {
+        x = x.wrapping_mul(2usize.wrapping_sub(m.wrapping_mul(x)));
+        i += 1;
+    }
+    x
+}
+
 impl Slab {
     /// A pool of slots for values of `layout` (not zero-sized, at most a
     /// few KiB); `init` prepares a slot (memory of `layout`, uninitialised)
@@ -108,9 +128,13 @@ impl Slab {
     pub const fn new(layout: std::alloc::Layout, init: unsafe fn(*mut u8)) -> Slab {
         let size = layout.pad_to_align().size();
         let (per_chunk, links, first) = geometry(size, layout.align());
+        let shift = size.trailing_zeros();
         Slab {
             size,
             per_chunk,
+            shift,
+            inv: inverse(size >> shift),
+            lim: usize::MAX / size,
             links,
             first,
             init,
@@ -207,13 +231,14 @@ impl Slab {
     /// The header of the chunk of this pool that would hold address `p`.
     fn chunk_of(&self, p: usize) -> Option<&Header> {
         let base = p & !(CHUNK - 1);
-        // The first chunk (most pools have only one) without the hash.
-        if base == self.list[0].load(Ordering::Acquire) && base != 0 {
-            // SAFETY: as below (list entries are stored after the header).
-            return Some(unsafe { &*(base as *const Header) });
-        }
         if base == 0 {
             return None;
+        }
+        // The first two chunks (most pools have one or two: one per home
+        // in use) without the hash.
+        if base == self.list[0].load(Ordering::Acquire) || base == self.list[1].load(Ordering::Acquire) {
+            // SAFETY: as below (list entries are stored after the header).
+            return Some(unsafe { &*(base as *const Header) });
         }
         let mut i = Self::hash(base);
         loop {
@@ -234,7 +259,19 @@ impl Slab {
         let Some(c) = self.chunk_of(p) else { return false };
         let off = (p & (CHUNK - 1)).wrapping_sub(self.first);
         // Acquire: the slot's preparation happens before.
-        off < c.used.load(Ordering::Acquire) && off.is_multiple_of(self.size)
+        off < c.used.load(Ordering::Acquire) && self.is_slot_offset(off)
+    }
+
+    /// Whether `off` is a multiple of the slot size.
+    #[inline]
+    fn is_slot_offset(&self, off: usize) -> bool {
+        off.wrapping_mul(self.inv).rotate_right(self.shift) <= self.lim
+    }
+
+    /// The slot number of `off`, a multiple of the slot size.
+    #[inline]
+    fn slot_of(&self, off: usize) -> usize {
+        (off >> self.shift).wrapping_mul(self.inv)
     }
 
     /// Give a slot back.
@@ -248,7 +285,7 @@ impl Slab {
         // SAFETY: a slot of this pool lies in one of its chunks, whose
         // header starts the CHUNK-aligned block.
         let hdr = unsafe { &*(base as *const Header) };
-        let k = (p.as_ptr() as usize - base - self.first) / self.size;
+        let k = self.slot_of(p.as_ptr() as usize - base - self.first);
         let i = ((hdr.no << 16) | k) as u32 + 1;
         let home = &self.homes[hdr.home];
         let link = self.link(base, k);
@@ -310,6 +347,25 @@ mod tests {
 
     static POOL: Slab = Slab::new(Layout::new::<[u64; 5]>(), zero);
     static SHARED: Slab = Slab::new(Layout::new::<[u64; 5]>(), zero);
+
+    #[test]
+    fn slot_offsets_and_numbers_without_division() {
+        for (size, align) in [(40, 8), (8, 8), (24, 8), (1000, 8), (448, 64), (4096, 16), (616, 8), (3, 1)] {
+            let s = Slab::new(Layout::from_size_align(size, align).unwrap(), zero);
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            for off in (0..CHUNK + 3 * size).chain((0..20_000).map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as usize
+            })) {
+                assert_eq!(s.is_slot_offset(off), off % s.size == 0, "size {size} off {off}");
+                if off % s.size == 0 {
+                    assert_eq!(s.slot_of(off), off / s.size, "size {size} off {off}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn geometry_fits() {
