@@ -1241,6 +1241,73 @@ static void c_dgram(void)
 	IN_CHILD("closed: rclose again", rclose(fd));
 }
 
+/* "  LABEL: ret=N revents=... | ... " after rpoll of a set */
+static void polln(const char *label, struct pollfd *p, int n, int timeout)
+{
+	int r, i;
+
+	for (i = 0; i < n; i++)
+		p[i].revents = 0;
+	errno = 0;
+	r = rpoll(p, n, timeout);
+	if (r < 0) {
+		P("  %s: ret=-1 errno=%s\n", label, en(errno));
+		return;
+	}
+	P("  %s: ret=%d revents=", label, r);
+	for (i = 0; i < n; i++) {
+		revents_str(p[i].revents);
+		P(i + 1 < n ? "| " : "\n");
+	}
+}
+
+/* rpoll over sets: several rsockets, rsockets beside a plain descriptor,
+ * a listener, and more entries than a small set holds. */
+static void c_rpoll_sets(void)
+{
+	int l, srv, cli, pfd[2], i;
+	struct pollfd p[9];
+	char b[16];
+
+	next_port = 7450;
+
+	if (pair(&l, &srv, &cli))
+		return;
+	if (pipe(pfd)) {
+		P("  pipe failed\n");
+		return;
+	}
+	RS("client rsend 5", rsend(cli, "hello", 5, 0));
+	P("  server rpoll until IN: ");
+	revents_str(poll_until(srv, POLLIN, 3000));
+	P("\n");
+	p[0] = (struct pollfd){ .fd = srv, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = cli, .events = POLLIN };
+	polln("[server IN, client IN] 0 ms", p, 2, 0);
+	p[0] = (struct pollfd){ .fd = cli, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = pfd[0], .events = POLLIN };
+	polln("[client IN, empty pipe IN] 50 ms", p, 2, 50);
+	RS("pipe write 1", write(pfd[1], "x", 1));
+	p[2] = (struct pollfd){ .fd = srv, .events = POLLIN | POLLOUT };
+	polln("[client IN, pipe IN, server IN|OUT] 100 ms", p, 3, 100);
+	p[0] = (struct pollfd){ .fd = l, .events = POLLIN | POLLOUT };
+	p[1] = (struct pollfd){ .fd = cli, .events = POLLOUT };
+	polln("[listener IN|OUT, client OUT] 0 ms", p, 2, 0);
+	for (i = 0; i < 9; i++)
+		p[i] = (struct pollfd){ .fd = i % 2 ? cli : srv, .events = POLLIN };
+	polln("[server IN, client IN] x 9 (4 + 5) 0 ms", p, 9, 0);
+	polln("the same, 50 ms", p, 9, 50);
+	RS("server rrecv", rrecv(srv, b, sizeof b, 0));
+	p[0] = (struct pollfd){ .fd = srv, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = cli, .events = POLLIN };
+	polln("[server IN, client IN] 0 ms after the read", p, 2, 0);
+	close(pfd[0]);
+	close(pfd[1]);
+	R("client rclose", rclose(cli));
+	R("server rclose", rclose(srv));
+	R("listener rclose", rclose(l));
+}
+
 static const struct tcase tcases[] = {
 	{ "socket-args", c_socket_args },
 	{ "bad-fds", c_bad_fds },
@@ -1265,6 +1332,7 @@ static const struct tcase tcases[] = {
 	{ "repoll-refused", c_repoll_refused },
 	{ "repoll-closed", c_repoll_closed },
 	{ "repoll-oneshot-et", c_repoll_oneshot_et },
+	{ "rpoll-sets", c_rpoll_sets },
 	{ "dgram", c_dgram },
 };
 
