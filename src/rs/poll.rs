@@ -60,6 +60,16 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
     r
 }
 
+/// An entered stream socket's revents for `events` (after progress), the
+/// call ended with its descriptor left as it is (`leave_unshown`).
+#[inline(always)]
+fn stream_revents(s: &Call, events: i16) -> i16 {
+    let mut g = s.lock();
+    let r = revents(&mut g, events);
+    s.leave_unshown(&g);
+    r
+}
+
 /// Sets up to this size are looked at without allocating.
 const FEW: usize = 8;
 
@@ -116,11 +126,7 @@ fn look(fds: &mut [libc::pollfd], socks: &[Entry], timeout: i32) -> Option<i32> 
         let mut ready = 0;
         for (p, s) in fds.iter_mut().zip(socks) {
             match s {
-                Entry::Stream(s) => {
-                    let mut g = s.lock();
-                    p.revents = revents(&mut g, p.events);
-                    s.leave_unshown(&g);
-                }
+                Entry::Stream(s) => p.revents = stream_revents(s, p.events),
                 Entry::Dgram(d) => p.revents = dgram::revents_locked(d, &mut d.lock(), p.events),
                 // Not in a set `poll` looks at this way.
                 Entry::Plain => p.revents = 0,
@@ -153,11 +159,7 @@ fn look(fds: &mut [libc::pollfd], socks: &[Entry], timeout: i32) -> Option<i32> 
 fn first_look(fds: &mut [libc::pollfd]) -> Option<i32> {
     let mut ready = 0;
     for p in fds.iter_mut() {
-        let c = RSocket::enter_owned(socket::lookup(p.fd).ok()?);
-        let mut g = c.lock();
-        p.revents = revents(&mut g, p.events);
-        c.leave_unshown(&g);
-        drop(g);
+        p.revents = stream_revents(&RSocket::enter_owned(socket::lookup(p.fd).ok()?), p.events);
         ready += (p.revents != 0) as i32;
     }
     Some(ready)
