@@ -777,6 +777,10 @@ fn established(e: &Engine, s: &Shared<RSocket>, g: &mut Inner) {
             return;
         }
     }
+    // The first credit update now (settle polls only if something may have
+    // completed: the receive CQ may already be armed); a peer may wait for
+    // it before it sends more than the first half.
+    socket::credits(g);
     socket::settle(g, false);
 }
 
