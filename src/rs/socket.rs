@@ -748,6 +748,14 @@ fn progress_with(g: &mut Inner, exact: bool) {
     let connected = g.phase == Phase::Connected;
     let Some(c) = g.conn.as_mut() else { return };
     let p = if exact { c.poll(connected) } else { c.poll_lazy(connected) };
+    if !p.polled && !exact {
+        // A data call found nothing: nothing changed, and no credit update
+        // became due since the last look (every call that consumes data, and
+        // every poll that finds completions, looks for one before it lets
+        // the lock go; the first one, for the ring's second half, went out
+        // when the connection was established: `engine::established`).
+        return;
+    }
     if p.violation.is_some() {
         // A peer that breaks the protocol: reset the connection.
         c.to_error();

@@ -123,6 +123,9 @@ pub struct Polled {
     pub violation: Option<Violation>,
     /// Receives could not be reposted.
     pub repost_failed: Option<i32>,
+    /// A CQ had completions, or the send CQ was polled: the state may have
+    /// changed (false: the call found nothing and changed nothing).
+    pub polled: bool,
 }
 
 pub struct Conn {
@@ -722,7 +725,7 @@ impl Conn {
     /// failed and sends are outstanding), the reposts.
     #[inline(never)]
     fn poll_rest(&mut self, connected: bool, mut sends: bool, mut n: i32, wcs: *mut ibv_wc) -> Polled {
-        let mut p = Polled::default();
+        let mut p = Polled { polled: true, ..Polled::default() };
         let mut reposts = 0u32;
         for cq in [self.rcq.cq, self.scq.cq] {
             if cq == self.scq.cq {
