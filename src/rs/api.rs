@@ -232,15 +232,17 @@ fn wait_open<'a>(s: &'a RSocket, mut g: Guard<'a>, nonblock: bool) -> Result<Gua
 /// `rrecv` and friends: queued data (also after the peer left), then 0.
 #[inline(always)]
 pub fn recv(s: &Call, dst: &mut [IoSliceMut], flags: i32) -> Result<usize> {
-    let (mut g, r) = recv_locked(s, s.lock(), dst, flags);
-    s.show_at_exit(&mut g);
+    let ((mut g, r), unchanged) = recv_locked(s, s.lock(), dst, flags);
+    s.show_unless_unchanged(&mut g, unchanged);
     r
 }
 
 type Locked<'a, T> = (Guard<'a>, Result<T>);
 
+/// The receive, and whether it changed nothing (a non-blocking call that
+/// found no completion and no data).
 #[inline(always)]
-fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: i32) -> Locked<'a, usize> {
+fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: i32) -> (Locked<'a, usize>, bool) {
     let waitall = flags & libc::MSG_WAITALL != 0;
     // The total asked for matters only to MSG_WAITALL (and whether it is 0).
     let want: usize =
@@ -248,20 +250,22 @@ fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: 
     let nonblock = nonblocking(&g, flags);
     let mut g = match wait_open(s, g, nonblock) {
         Ok(g) => g,
-        Err(e) => return (s.lock(), Err(e)),
+        Err(e) => return ((s.lock(), Err(e)), false),
     };
     if matches!(g.phase, Phase::Init | Phase::Bound | Phase::Listening) {
-        return (g, Err(Error::Errno(libc::ENOTCONN)));
+        return ((g, Err(Error::Errno(libc::ENOTCONN))), false);
     }
     let peek = flags & libc::MSG_PEEK != 0;
     let mut got = 0;
     // What is still to fill (advanced past each piece received).
     let mut rest = dst;
+    // Nothing completed and nothing was taken (so far).
+    let mut quiet = true;
     loop {
         // Completions are taken only when nothing is buffered (as upstream's
         // rrecv): what is here is returned without looking for more.
         if !g.conn.as_ref().is_some_and(|c| c.has_data()) {
-            socket::progress_inline(&mut g);
+            quiet &= !socket::progress_inline(&mut g);
         }
         if g.eof_seen && !g.rd {
             // End of file was reported: it stays so.
@@ -269,7 +273,7 @@ fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: 
                 c.discard_all();
             }
             socket::credits(&mut g);
-            return (g, Ok(0));
+            return ((g, Ok(0)), false);
         }
         if let Some(c) = g.conn.as_mut() {
             if c.has_data() {
@@ -278,8 +282,9 @@ fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: 
                 rest = skip(rest, n);
                 socket::credits(&mut g);
                 if !waitall || got == want || peek || !g.rd {
-                    return (g, Ok(got));
+                    return ((g, Ok(got)), false);
                 }
+                quiet = false;
                 continue;
             }
         }
@@ -289,15 +294,16 @@ fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: 
             if got == 0 && !peek && want > 0 {
                 g.eof_seen = true;
             }
-            return (g, Ok(got));
+            return ((g, Ok(got)), false);
         }
         if nonblock {
-            return (g, if got > 0 { Ok(got) } else { Err(Error::Errno(libc::EAGAIN)) });
+            return if got > 0 { ((g, Ok(got)), false) } else { ((g, Err(Error::Errno(libc::EAGAIN))), quiet) };
         }
         g = match sleep(s, g, 0, None, false) {
             Ok(g) => g,
-            Err(e) => return (s.lock(), if got > 0 { Ok(got) } else { Err(e) }),
+            Err(e) => return ((s.lock(), if got > 0 { Ok(got) } else { Err(e) }), false),
         };
+        quiet = false;
     }
 }
 

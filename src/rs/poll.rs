@@ -66,7 +66,7 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
 fn stream_revents(s: &Call, events: i16) -> i16 {
     let mut g = s.lock();
     let r = revents(&mut g, events);
-    s.leave_unshown(&g);
+    s.leave_unshown(&mut g);
     r
 }
 

@@ -68,6 +68,9 @@ pub struct Inner {
     pub listener: Option<Shared<RSocket>>,
     /// What the descriptor reports now.
     pub shown: Ready,
+    /// The descriptor may not report the state: a call left it as it was
+    /// (`Call::leave_unshown`); the next `show` brings it up to date.
+    pub stale: bool,
     /// Keepalive: when the next one is due (monotonic ms).
     pub keepalive_due: Option<u64>,
     /// rclose was called: the engine finishes the teardown.
@@ -289,6 +292,7 @@ impl RSocket {
                 pending: Vec::new(),
                 listener: None,
                 shown,
+                stale: false,
                 keepalive_due: None,
                 closing: false,
                 eof_seen: false,
@@ -331,6 +335,7 @@ impl RSocket {
     /// Mirror the socket's state onto its descriptor.
     #[inline]
     pub fn show(&self, g: &mut Inner) {
+        g.stale = false;
         let want = readiness(g);
         if want != g.shown {
             self.apply(g, want);
@@ -403,8 +408,23 @@ impl Call {
     /// stays away instead, the engine's hand-off shows the state a look
     /// later. Not updating it saves two system calls per message for a
     /// caller that polls before each receive.
-    pub fn leave_unshown(&self, g: &Inner) {
-        self.shown.set(g.phase == Phase::Connected && g.conn.is_some());
+    pub fn leave_unshown(&self, g: &mut Inner) {
+        let live = g.phase == Phase::Connected && g.conn.is_some();
+        self.shown.set(live);
+        g.stale |= live;
+    }
+
+    /// The end of a call that changed nothing (a receive that found
+    /// nothing: no completion, no data): the descriptor already shows the
+    /// state unless an earlier call left it stale, and the way out need not
+    /// look again. Otherwise as [`Call::show_at_exit`].
+    #[inline]
+    pub fn show_unless_unchanged(&self, g: &mut Inner, unchanged: bool) {
+        if unchanged && !g.stale {
+            self.shown.set(true);
+        } else {
+            self.show_at_exit(g);
+        }
     }
 
     /// Undo [`Call::leave_unshown`]: the way out shows the state.
@@ -728,25 +748,28 @@ pub fn forget_id(idkey: usize) {
 /// socket's state; send credits when due. Nothing blocks. Afterwards the
 /// send side's state is exact (`sends_idle`).
 pub fn progress(g: &mut Inner) {
-    progress_with(g, true)
+    progress_with(g, true);
 }
 
 /// [`progress`] for the data calls (`rrecv`, `rpoll`): send completions
 /// are taken only when they matter (`Conn::poll_lazy`).
 pub fn progress_lazy(g: &mut Inner) {
-    progress_inline(g)
+    progress_inline(g);
 }
 
 /// [`progress_lazy`] made part of its caller (the receive path).
+/// False when nothing completed (nothing changed).
 #[inline(always)]
-pub fn progress_inline(g: &mut Inner) {
+pub fn progress_inline(g: &mut Inner) -> bool {
     progress_with(g, false)
 }
 
+/// Whether anything may have changed (false only for the data calls' lazy
+/// poll that found nothing).
 #[inline(always)]
-fn progress_with(g: &mut Inner, exact: bool) {
+fn progress_with(g: &mut Inner, exact: bool) -> bool {
     let connected = g.phase == Phase::Connected;
-    let Some(c) = g.conn.as_mut() else { return };
+    let Some(c) = g.conn.as_mut() else { return false };
     let p = if exact { c.poll(connected) } else { c.poll_lazy(connected) };
     if !p.polled && !exact {
         // A data call found nothing: nothing changed, and no credit update
@@ -754,7 +777,7 @@ fn progress_with(g: &mut Inner, exact: bool) {
         // every poll that finds completions, looks for one before it lets
         // the lock go; the first one, for the ring's second half, went out
         // when the connection was established: `engine::established`).
-        return;
+        return false;
     }
     if p.violation.is_some() {
         // A peer that breaks the protocol: reset the connection.
@@ -763,7 +786,7 @@ fn progress_with(g: &mut Inner, exact: bool) {
         g.err = libc::ECONNRESET;
         g.rd = false;
         g.wr = false;
-        return;
+        return true;
     }
     if connected {
         if p.send_failed {
@@ -790,6 +813,7 @@ fn progress_with(g: &mut Inner, exact: bool) {
         }
     }
     credits(g);
+    true
 }
 
 /// Send a credit update if one is due (data was consumed).
