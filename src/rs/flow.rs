@@ -97,6 +97,12 @@ pub struct Flow {
     pub sseq_comp: u16,
     /// Data work requests free (the queue minus the control slots).
     pub sqe_avail: u32,
+    /// The send queue's data slots (`sqe_avail` when no data send is out).
+    sq_data: u32,
+    /// What `sends_plenty` asks for: half the data slots (at least one)
+    /// and half the send ring (at least the low-water mark), rounded up.
+    plenty_sqe: u32,
+    plenty_sbuf: u32,
     /// Control messages sent, and the most that may have been sent.
     pub ctrl_seqno: u32,
     pub ctrl_max_seqno: u32,
@@ -147,6 +153,9 @@ impl Flow {
             sseq_no: 0,
             sseq_comp: peer_credits,
             sqe_avail: sq_size.saturating_sub(CTRL_SLOTS),
+            sq_data: sq_size.saturating_sub(CTRL_SLOTS),
+            plenty_sqe: sq_size.saturating_sub(CTRL_SLOTS).div_ceil(2).max(1),
+            plenty_sbuf: sbuf_size.div_ceil(2).max(SEND_LOWAT),
             ctrl_seqno: 0,
             ctrl_max_seqno: CTRL_SLOTS,
             sbuf_size,
@@ -294,17 +303,19 @@ impl Flow {
     /// (and enough for a message) are free, and no control message is in
     /// flight: what the send completions would give back is not short, so
     /// polling for them can wait (see `Conn::poll_lazy`).
-    pub fn sends_plenty(&self, sq_data: u32) -> bool {
-        self.sqe_avail != 0
-            && self.sqe_avail as u64 * 2 >= sq_data as u64
-            && self.sbuf_avail >= SEND_LOWAT
-            && self.sbuf_avail as u64 * 2 >= self.sbuf_size as u64
+    /// (The thresholds are worked out once, in `new`: this is asked on
+    /// every receive that finds nothing while sends are out.)
+    #[inline]
+    pub fn sends_plenty(&self) -> bool {
+        self.sqe_avail >= self.plenty_sqe
+            && self.sbuf_avail >= self.plenty_sbuf
             && self.ctrl_seqno == self.ctrl_max_seqno - CTRL_SLOTS
     }
 
     /// Every data and control send has completed.
-    pub fn sends_idle(&self, sq_data: u32) -> bool {
-        self.sqe_avail == sq_data && self.ctrl_seqno == self.ctrl_max_seqno - CTRL_SLOTS
+    #[inline]
+    pub fn sends_idle(&self) -> bool {
+        self.sqe_avail == self.sq_data && self.ctrl_seqno == self.ctrl_max_seqno - CTRL_SLOTS
     }
 
     // ------------------------------------------------------------- receive
@@ -473,24 +484,23 @@ mod tests {
 
     #[test]
     fn sends_plenty_only_when_completions_would_not_help() {
-        let sq_data = 384 - CTRL_SLOTS;
         let mut a = Flow::new(384, 384, RB, RB, 384, 2).unwrap();
         a.set_first_sge(Sge { addr: 0x1000_0000, key: 7, length: RB });
-        assert!(a.sends_plenty(sq_data) && a.sends_idle(sq_data));
+        assert!(a.sends_plenty() && a.sends_idle());
         // A control message in flight: its completion is awaited.
         a.ctrl_posted();
-        assert!(!a.sends_plenty(sq_data));
+        assert!(!a.sends_plenty());
         a.ctrl_done();
-        assert!(a.sends_plenty(sq_data));
+        assert!(a.sends_plenty());
         // Data in flight, less than half the ring: plenty, not idle.
         let c = a.next_chunk(RB / 4, RB).unwrap();
-        assert!(a.sends_plenty(sq_data) && !a.sends_idle(sq_data));
+        assert!(a.sends_plenty() && !a.sends_idle());
         // More than half of the ring in flight: no longer plenty.
         let d = a.next_chunk(RB / 4 + 1, RB).unwrap();
-        assert!(!a.sends_plenty(sq_data));
+        assert!(!a.sends_plenty());
         a.data_sent(c.len);
         a.data_sent(d.len);
-        assert!(a.sends_plenty(sq_data) && a.sends_idle(sq_data));
+        assert!(a.sends_plenty() && a.sends_idle());
         // Whenever plenty, the send resources a message needs are there
         // (so a lazy poll never hides room to send), small rings included.
         for (sq, ring) in [(384, RB), (6, 4096), (5, 2048), (8, 1 << 20)] {
@@ -498,7 +508,14 @@ mod tests {
             f.set_first_sge(Sge { addr: 0x1000, key: 1, length: ring });
             let sq_data = sq.saturating_sub(CTRL_SLOTS);
             while f.next_chunk(1000, 1000).is_some() {
-                if f.sends_plenty(sq_data) {
+                // The thresholds are the rule's: half (rounded up) of each.
+                let rule = f.sqe_avail != 0
+                    && f.sqe_avail as u64 * 2 >= sq_data as u64
+                    && f.sbuf_avail >= SEND_LOWAT
+                    && f.sbuf_avail as u64 * 2 >= ring as u64
+                    && !f.ctrl_outstanding();
+                assert_eq!(f.sends_plenty(), rule, "sq {sq} ring {ring}");
+                if f.sends_plenty() {
                     assert!(f.sqe_avail >= 1 && f.sbuf_avail >= SEND_LOWAT, "sq {sq} ring {ring}");
                 }
             }

@@ -701,9 +701,8 @@ impl Conn {
     /// decides on `sends_idle` polls with [`poll`](Self::poll) first.
     #[inline]
     pub fn poll_lazy(&mut self, connected: bool) -> Polled {
-        let sq_data = self.sq_size.saturating_sub(flow::CTRL_SLOTS);
         // (Idle first: the commonest case, and the cheaper test.)
-        self.poll_with(connected, !self.flow.sends_idle(sq_data) && !self.flow.sends_plenty(sq_data))
+        self.poll_with(connected, !self.flow.sends_idle() && !self.flow.sends_plenty())
     }
 
     #[inline(always)]
@@ -800,7 +799,7 @@ impl Conn {
 
     /// Every send (data and control) has completed.
     pub fn sends_idle(&self) -> bool {
-        self.flow.sends_idle(self.sq_size.saturating_sub(flow::CTRL_SLOTS))
+        self.flow.sends_idle()
     }
 
     /// Move the QP to the error state (flushing what is posted).
