@@ -259,7 +259,9 @@ fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: 
     let mut got = 0;
     // What is still to fill (advanced past each piece received).
     let mut rest = dst;
-    // Nothing completed and nothing was taken (so far).
+    // Nothing completed and nothing was taken. Read only by a non-blocking
+    // call that returns with nothing taken: it never sleeps, and a second
+    // pass of the loop has taken data.
     let mut quiet = true;
     loop {
         // Completions are taken only when nothing is buffered (as upstream's
@@ -284,7 +286,6 @@ fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: 
                 if !waitall || got == want || peek || !g.rd {
                     return ((g, Ok(got)), false);
                 }
-                quiet = false;
                 continue;
             }
         }
@@ -303,7 +304,6 @@ fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: 
             Ok(g) => g,
             Err(e) => return ((s.lock(), if got > 0 { Ok(got) } else { Err(e) }), false),
         };
-        quiet = false;
     }
 }
 

@@ -147,14 +147,15 @@ impl Flow {
         peer_credits: u16,
         peer_sgl_count: u32,
     ) -> Option<Flow> {
+        let sq_data = sq_size.saturating_sub(CTRL_SLOTS);
         let mut rmsg = VecDeque::new();
         rmsg.try_reserve_exact(rq_size as usize + 1).ok()?;
         Some(Flow {
             sseq_no: 0,
             sseq_comp: peer_credits,
-            sqe_avail: sq_size.saturating_sub(CTRL_SLOTS),
-            sq_data: sq_size.saturating_sub(CTRL_SLOTS),
-            plenty_sqe: sq_size.saturating_sub(CTRL_SLOTS).div_ceil(2).max(1),
+            sqe_avail: sq_data,
+            sq_data,
+            plenty_sqe: sq_data.div_ceil(2).max(1),
             plenty_sbuf: sbuf_size.div_ceil(2).max(SEND_LOWAT),
             ctrl_seqno: 0,
             ctrl_max_seqno: CTRL_SLOTS,
