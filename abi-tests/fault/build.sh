@@ -4,6 +4,8 @@
 #   failmalloc.so   the LD_PRELOAD shim (failmalloc.c)
 #   slowlisten.so   LD_PRELOAD shim: a process's second rdma_listen starts
 #                   late (tests.d/73-perftest-race.sh)
+#   earlylisten.so  LD_PRELOAD shim: rdma_listen right after rdma_bind_addr
+#                   (qperf's server in abi-tests/vm/clients.sh)
 #   fault_walk      the scenarios and the walk (fault_walk.c), against
 #                   Debian's headers, linked with -lrdmacm (LD_LIBRARY_PATH
 #                   picks the library under test)
@@ -35,4 +37,8 @@ fi
 if newer "$B/slowlisten.so" $F/slowlisten.c; then
 	cc -O1 -g -fPIC -shared -Wall -Wextra -Werror -o "$B/slowlisten.so.tmp" $F/slowlisten.c -ldl
 	mv -f "$B/slowlisten.so.tmp" "$B/slowlisten.so"
+fi
+if newer "$B/earlylisten.so" $F/earlylisten.c; then
+	cc -O1 -g -fPIC -shared -Wall -Wextra -Werror -o "$B/earlylisten.so.tmp" $F/earlylisten.c -ldl
+	mv -f "$B/earlylisten.so.tmp" "$B/earlylisten.so"
 fi

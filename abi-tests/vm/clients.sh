@@ -12,7 +12,16 @@
 # (no server: the server command is "-") | a pattern
 # (grep -E) the client's output must show: its result (fio exits 0 when
 # its engine failed; its summary then lacks the I/O). Commands may start
-# with VAR=value words (the programs' own settings on this bed).
+# with VAR=value words (the programs' own settings on this bed); a server
+# command may start with shim=NAME: build/abi-tests/NAME.so (built by
+# abi-tests/fault/build.sh) goes in front of the server's LD_PRELOAD, for
+# every library alike.
+#
+# qperf's server runs with shim=earlylisten: qperf 0.4.11 (Debian 12's)
+# sends the client a new listener's port before it calls rdma_listen, so a
+# quick client can be rejected (reason 8, no listener yet) with any library;
+# qperf's repository fixed that order after 0.4.11, the shim makes it from
+# outside (abi-tests/fault/earlylisten.c).
 #
 # Facts of the bed these settings answer (tried with Debian's library):
 # ofi_rxm sizes its completion queue beyond what rxe allows unless
@@ -29,19 +38,34 @@ CLIENTS=(
 	"fi_pingpong msg IPv6|fi_pingpong -6 -p verbs -e msg -I 100 -S 4096|fi_pingpong -6 -p verbs -e msg -I 100 -S 4096 fd00::1|once|^4k +100 "
 	"fi_pingpong rxm rdm|FI_UNIVERSE_SIZE=16 fi_pingpong -p verbs;ofi_rxm -e rdm -I 100 -S 4096|FI_UNIVERSE_SIZE=16 fi_pingpong -p verbs;ofi_rxm -e rdm -I 100 -S 4096 192.0.2.1|once|^4k +100 "
 	"io_demo|$UCX_ENV io_demo -p 20079 -d 1024:16384|$UCX_ENV io_demo -p 20079 -i 200 -d 1024:16384 -o read,write 192.0.2.1|daemon|"
-	"qperf -cm1|qperf|qperf -cm1 -t 1 192.0.2.1 rc_bw rc_lat rc_rdma_write_bw rc_rdma_read_lat|daemon|^rc_rdma_read_lat:"
+	"qperf -cm1|shim=earlylisten qperf|qperf -cm1 -t 1 192.0.2.1 rc_bw rc_lat rc_rdma_write_bw rc_rdma_read_lat|daemon|^rc_rdma_read_lat:"
 	"fio rdma write|fio --name=s --ioengine=rdma --port=20081 --rw=read --bs=4k --size=1m|fio --name=c --ioengine=rdma --hostname=192.0.2.1 --port=20081 --verb=write --rw=write --bs=4k --size=1m|once|WRITE: bw=.*io=1024KiB"
 	"fio rdma read|fio --name=s --ioengine=rdma --port=20082 --rw=read --bs=4k --size=1m|fio --name=c --ioengine=rdma --hostname=192.0.2.1 --port=20082 --verb=read --rw=write --bs=4k --size=1m|once|WRITE: bw=.*io=1024KiB"
 )
 CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-60}
+CLIENT_SHIMS=${CLIENT_SHIMS:-$PWD/build/abi-tests}
 
 run_client() { # spec env log
-	local spec=$1 libenv=$2 log=$3 name scmd ccmd kind expect spid src crc from start=$SECONDS why=""
+	local spec=$1 libenv=$2 log=$3 name scmd ccmd kind expect spid src crc from start=$SECONDS why="" senv shim
 	IFS='|' read -r name scmd ccmd kind expect <<<"$spec"
 	{ echo "### $name [${libenv:-system}]"; echo "### server: $scmd"; } >>"$log"
+	senv=$libenv
+	if [[ $scmd == shim=* ]]; then
+		shim=${scmd%% *} scmd=${scmd#* }
+		shim=$CLIENT_SHIMS/${shim#shim=}.so
+		if [ ! -e "$shim" ]; then
+			echo "failed ($shim not built: abi-tests/fault/build.sh)"
+			return 1
+		fi
+		if [[ " $libenv" == *" LD_PRELOAD="* ]]; then
+			senv=$(sed -E "s#(^| )LD_PRELOAD=#\1LD_PRELOAD=$shim:#" <<<"$libenv")
+		else
+			senv="$libenv LD_PRELOAD=$shim"
+		fi
+	fi
 	if [ "$kind" != alone ]; then
 		# shellcheck disable=SC2086 # the commands are word lists
-		timeout -k 2 "$CLIENT_TIMEOUT" env $libenv $scmd >>"$log" 2>&1 &
+		timeout -k 2 "$CLIENT_TIMEOUT" env $senv $scmd >>"$log" 2>&1 &
 		spid=$!
 		sleep 2 # the server's listener (fi_pingpong and qperf listen on TCP first)
 	fi

@@ -65,6 +65,7 @@ for p in $RDEPS; do [[ $(status "$p") == "ii "* ]] && had[$p]=1; done
 # Third-party clients (abi-tests/vm/clients.sh) with Debian's library
 # first: the baseline for the same pairs on the installed packages below.
 source abi-tests/vm/clients.sh
+[ -e "$CLIENT_SHIMS/earlylisten.so" ] || bad "qperf's server shim $CLIENT_SHIMS/earlylisten.so is not built (abi-tests/fault/build.sh)"
 declare -A client_base=()
 for spec in "${CLIENTS[@]}"; do
 	client_base[${spec%%|*}]=$(run_client "$spec" "" "$tmp/clients.log")

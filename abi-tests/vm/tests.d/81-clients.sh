@@ -26,6 +26,7 @@ if [ ! -e "$OURS" ]; then
 fi
 work_dir clients keep
 source abi-tests/vm/clients.sh
+[ -e "$CLIENT_SHIMS/earlylisten.so" ] || bad "qperf's server shim $CLIENT_SHIMS/earlylisten.so is not built (abi-tests/fault/build.sh)"
 log=$tmp/clients.log
 table=$OUT/clients-$KERNEL.md
 {
