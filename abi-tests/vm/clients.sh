@@ -13,9 +13,9 @@
 # (grep -E) the client's output must show: its result (fio exits 0 when
 # its engine failed; its summary then lacks the I/O). Commands may start
 # with VAR=value words (the programs' own settings on this bed); a server
-# command may start with shim=NAME: build/abi-tests/NAME.so (built by
-# abi-tests/fault/build.sh) goes in front of the server's LD_PRELOAD, for
-# every library alike.
+# command may start with shim=NAME[,NAME...]: build/abi-tests/NAME.so (built
+# by abi-tests/fault/build.sh), in that order, go in front of the server's
+# LD_PRELOAD, for every library alike.
 #
 # qperf's server runs with shim=earlylisten: qperf 0.4.11 (Debian 12's)
 # sends the client a new listener's port before it calls rdma_listen, so a
@@ -51,12 +51,17 @@ run_client() { # spec env log
 	{ echo "### $name [${libenv:-system}]"; echo "### server: $scmd"; } >>"$log"
 	senv=$libenv
 	if [[ $scmd == shim=* ]]; then
-		shim=${scmd%% *} scmd=${scmd#* }
-		shim=$CLIENT_SHIMS/${shim#shim=}.so
-		if [ ! -e "$shim" ]; then
-			echo "failed ($shim not built: abi-tests/fault/build.sh)"
-			return 1
-		fi
+		local names n
+		IFS=, read -r -a names <<<"${scmd%% *}"
+		scmd=${scmd#* } shim=""
+		names[0]=${names[0]#shim=}
+		for n in "${names[@]}"; do
+			if [ ! -e "$CLIENT_SHIMS/$n.so" ]; then
+				echo "failed ($CLIENT_SHIMS/$n.so not built: abi-tests/fault/build.sh)"
+				return 1
+			fi
+			shim+=${shim:+:}$CLIENT_SHIMS/$n.so
+		done
 		if [[ " $libenv" == *" LD_PRELOAD="* ]]; then
 			senv=$(sed -E "s#(^| )LD_PRELOAD=#\1LD_PRELOAD=$shim:#" <<<"$libenv")
 		else
