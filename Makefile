@@ -65,7 +65,7 @@ $(LIB): $(STATIC) librdmacm.map
 # librdmacm.so.1, as upstream's preload library.
 
 $(PRELOAD_STATIC): $(PRELOAD_SRC)
-	$(CARGO) build --release --quiet -p rspreload
+	$(CARGO) rustc --release --quiet -p rspreload --lib --crate-type staticlib
 
 # The exports with variadic C prototypes (fcntl, fcntl64).
 $(B)/preload-shim.o: preload/src/shim.c
