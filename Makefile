@@ -47,8 +47,8 @@ all: lib $(PRELOAD) $(B)/librdmacm.pc
 lib: $(B)/librdmacm.so.1
 
 # The staticlib alone (not with the rlib that Cargo.toml also names for the
-# unit tests): then LTO keeps external only the C exports, and every other
-# function and static is reached directly instead of through the GOT
+# unit tests): then LTO keeps external only the C exports, and the Rust
+# functions and statics are reached directly instead of through the GOT
 # (README, "Speed").
 $(STATIC): $(RUST_SRC)
 	RDMACM_REQUIRE_LAYOUT=$${RDMACM_REQUIRE_LAYOUT:-1} $(CARGO) rustc --release --quiet --lib --crate-type staticlib
