@@ -12,7 +12,15 @@
 #  2. user-space instructions per step (callgrind, two run lengths
 #     subtracted; build/bench/rs_bench): an rrecv that finds nothing, a
 #     64-byte round trip (blocking, non-blocking, rpoll before each call),
-#     a 64 KiB send.
+#     a 64 KiB send; and per call (rsend, rrecv, rpoll, callees
+#     included) in the non-blocking and rpoll-first round trips.
+#  3. wall time inside each call (build/bench/rs_calltime.so preloaded
+#     into both rstream processes: the time-stamp counter around each
+#     rsend, rrecv and rpoll), 64-byte ping-pong, non-blocking and -T a,
+#     ROUNDS interleaved rounds, medians over rounds of the two sides'
+#     averages. With part 2 it prices the instructions of a call in
+#     context (after the other calls and the kernel's work of a round
+#     trip), which a loop of one call cannot.
 set -uo pipefail
 L=$PWD/build
 ROUNDS=${ROUNDS:-7}
@@ -75,12 +83,28 @@ echo " per-round bandwidth, non-blocking: upstream ${vals[bw.nb.upstream]}/ ours
 # 2. instructions per step
 if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 	B=$PWD/build/bench/rs_bench
-	cg() { # env step n size -> instructions
+	# Inclusive instructions of the exported calls (rsend, rrecv, rpoll)
+	# in a callgrind file, as "name=count" words.
+	calls_of() {
+		callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
+			awk '{ gsub(",", "", $1) } $1 ~ /^[0-9]+$/ && match($0, /:(rsend|rrecv|rpoll) /) {
+				n = substr($0, RSTART + 1, RLENGTH - 2); v[n] += $1 }
+				END { for (n in v) printf "%s=%d ", n, v[n] }'
+	}
+	cg() { # env step n size -> instructions [name=count ...]
 		local f
 		f=$(mktemp /tmp/cg.XXXXXX)
 		env "$1" valgrind --tool=callgrind --callgrind-out-file="$f" "$B" client 192.0.2.1 7999 "$2" "$3" "$4" >/dev/null 2>&1
-		awk '/^summary:/ { print $2 }' "$f"
+		echo "$(awk '/^summary:/ { print $2 }' "$f") $(calls_of "$f")"
 		rm -f "$f"
+	}
+	# per round trip: (count in b - count in a) / (n2 - n1) for one call
+	per_rt() { # name "a words" "b words" n1 n2
+		awk -v n="$1" -v a="$2" -v b="$3" -v n1="$4" -v n2="$5" 'BEGIN {
+			split(a, x, " "); split(b, y, " "); va = vb = 0
+			for (i in x) if (index(x[i], n "=") == 1) va = substr(x[i], length(n) + 2)
+			for (i in y) if (index(y[i], n "=") == 1) vb = substr(y[i], length(n) + 2)
+			printf "%d", (vb - va) / (n2 - n1) }'
 	}
 	echo
 	printf '%-34s %10s %10s %8s\n' "instructions per step" upstream rdmacm-rs ratio
@@ -93,7 +117,10 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 		for s in "eagain 2000 6000 1" "lat 300 900 64" "latnb 300 900 64" "latpoll 300 900 64" "bw 100 300 65536"; do
 			read -r st n1 n2 sz <<<"$s"
 			a=$(cg "$env" "$st" "$n1" "$sz") b=$(cg "$env" "$st" "$n2" "$sz")
-			ins[$st.$lib]=$(((b - a) / (n2 - n1)))
+			ins[$st.$lib]=$(((${b%% *} - ${a%% *}) / (n2 - n1)))
+			for c in rsend rrecv rpoll; do
+				ins[$st.$c.$lib]=$(per_rt $c "$a" "$b" "$n1" "$n2")
+			done
 		done
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
@@ -104,5 +131,55 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 		printf '%-34s %10s %10s %8s\n' "${s#*:}" "${ins[$st.upstream]}" "${ins[$st.ours]}" \
 			"$(ratio "${ins[$st.ours]}" "${ins[$st.upstream]}")"
 	done
-	echo "(client side, user space, callgrind, the difference of two run lengths; the server runs the same library)"
+	for s in "latnb:non-blocking" "latpoll:rpoll first"; do
+		st=${s%%:*}
+		for c in rsend rrecv rpoll; do
+			[ "${ins[$st.$c.upstream]:-0}" -gt 0 ] || continue
+			printf '%-34s %10s %10s %8s\n' "  $c per round trip, ${s#*:}" "${ins[$st.$c.upstream]}" "${ins[$st.$c.ours]}" \
+				"$(ratio "${ins[$st.$c.ours]}" "${ins[$st.$c.upstream]}")"
+		done
+	done
+	echo "(client side, user space, callgrind, the difference of two run lengths; the server runs the same library;"
+	echo " a call's row counts its callees too)"
+fi
+
+# 3. wall time inside each call
+T=$PWD/build/bench/rs_calltime.so
+if [ -f "$T" ]; then
+	out=$(mktemp /tmp/calltime.XXXXXX)
+	for ((r = 0; r < ROUNDS; r++)); do
+		for lib in upstream ours; do
+			for mode in nb a; do
+				env=X=1; [ $lib = ours ] && env=LD_LIBRARY_PATH=$L
+				m=(); [ $mode != nb ] && m=(-T $mode)
+				port=$((port + 1))
+				env "$env" LD_PRELOAD="$T" RS_CALLTIME_OUT="$out" RS_CALLTIME_TAG="$r $lib $mode" \
+					timeout 120 rstream -p $port -S 64 -C 1 -I 5000 "${m[@]}" >/dev/null 2>&1 &
+				spid=$!
+				wait_listen $port
+				env "$env" LD_PRELOAD="$T" RS_CALLTIME_OUT="$out" RS_CALLTIME_TAG="$r $lib $mode" \
+					timeout 120 rstream -s 192.0.2.1 -p $port -S 64 -C 1 -I 5000 "${m[@]}" >/dev/null 2>&1
+				wait "$spid" 2>/dev/null
+			done
+		done
+	done
+	# median over rounds of the mean of the two sides: lib mode kind -> ns
+	ct() {
+		awk -v l="$1" -v m="$2" -v k="$3" '$2 == l && $3 == m { for (i = 4; i < NF; i += 3) if ($i == k && $(i + 2) > 0) { s[$1] += $(i + 1); c[$1]++ } }
+			END { for (r in s) print s[r] / c[r] }' "$out" | med
+	}
+	echo
+	printf '%-34s %10s %10s %8s\n' "wall ns per call, 64-byte ping-pong" upstream rdmacm-rs "ours-up"
+	for row in "nb send:rsend, non-blocking" "nb recv_data:rrecv with data, non-blocking" \
+		"nb recv_none:rrecv finding nothing, non-blocking" "a poll_ready:rpoll with an event, -T a" \
+		"a recv_data:rrecv with data, -T a" "a send:rsend, -T a"; do
+		key=${row%%:*}
+		u=$(ct upstream ${key% *} ${key#* }) o=$(ct ours ${key% *} ${key#* })
+		printf '%-34s %10.0f %10.0f %8.0f\n' "${row#*:}" "${u:-0}" "${o:-0}" "$(awk -v o="${o:-0}" -v u="${u:-0}" 'BEGIN { print o - u }')"
+	done
+	echo "(rstream -S 64 -C 1 -I 5000, both processes with build/bench/rs_calltime.so preloaded: time-stamp counter"
+	echo " around each call, calibrated against CLOCK_MONOTONIC over the process; medians over $ROUNDS rounds of the"
+	echo " mean of server and client; an rsend includes its doorbell's system call, in which soft-RoCE does most of"
+	echo " the message's protocol work, the receiving side's included)"
+	rm -f "$out"
 fi
