@@ -48,7 +48,10 @@ static int xfer(int fd, void *buf, size_t len, int send, int nb)
 			int n;
 			while ((n = rpoll(&p, 1, 0)) == 0)
 				;
-			if (n < 0 || (p.revents & (POLLERR | POLLHUP)))
+			/* A hang-up that comes with the awaited event still
+			 * lets the call go (upstream's rpoll reports POLLHUP
+			 * as soon as the peer has left, data unread or not). */
+			if (n < 0 || ((p.revents & (POLLERR | POLLHUP)) && !(p.revents & p.events)))
 				return -1;
 		}
 		ssize_t r = send ? rsend(fd, (char *)buf + off, len - off, nb ? MSG_DONTWAIT : 0)
