@@ -36,15 +36,17 @@ wait_listen() { # port
 	done
 }
 port=7800
+# Extra environment for both rstream processes of a run (part 3's preload).
+ONE_ENV=()
 one() { # lib(ours|upstream|tcp) args -> the value of rstream's last column pair
 	local env=X=1 extra=() spid out
 	case $1 in ours) env=LD_LIBRARY_PATH=$L ;; tcp) extra=(-T s) ;; esac
 	shift
 	port=$((port + 1))
-	env "$env" timeout 120 rstream "${extra[@]}" -p $port "$@" >/dev/null 2>&1 &
+	env "$env" "${ONE_ENV[@]}" timeout 120 rstream "${extra[@]}" -p $port "$@" >/dev/null 2>&1 &
 	spid=$!
 	wait_listen $port
-	out=$(env "$env" timeout 120 rstream "${extra[@]}" -s 192.0.2.1 -p $port "$@" 2>/dev/null | tail -n1)
+	out=$(env "$env" "${ONE_ENV[@]}" timeout 120 rstream "${extra[@]}" -s 192.0.2.1 -p $port "$@" 2>/dev/null | tail -n1)
 	wait "$spid" 2>/dev/null
 	echo "$out"
 }
@@ -151,19 +153,13 @@ if [ -f "$T" ]; then
 	for ((r = 0; r < ROUNDS; r++)); do
 		for lib in upstream ours; do
 			for mode in nb a; do
-				env=X=1; [ $lib = ours ] && env=LD_LIBRARY_PATH=$L
 				m=(); [ $mode != nb ] && m=(-T $mode)
-				port=$((port + 1))
-				env "$env" LD_PRELOAD="$T" RS_CALLTIME_OUT="$out" RS_CALLTIME_TAG="$r $lib $mode" \
-					timeout 120 rstream -p $port -S 64 -C 1 -I 5000 "${m[@]}" >/dev/null 2>&1 &
-				spid=$!
-				wait_listen $port
-				env "$env" LD_PRELOAD="$T" RS_CALLTIME_OUT="$out" RS_CALLTIME_TAG="$r $lib $mode" \
-					timeout 120 rstream -s 192.0.2.1 -p $port -S 64 -C 1 -I 5000 "${m[@]}" >/dev/null 2>&1
-				wait "$spid" 2>/dev/null
+				ONE_ENV=(LD_PRELOAD="$T" RS_CALLTIME_OUT="$out" RS_CALLTIME_TAG="$r $lib $mode")
+				one $lib -S 64 -C 1 -I 5000 "${m[@]}" >/dev/null
 			done
 		done
 	done
+	ONE_ENV=()
 	# median over rounds of the mean of the two sides: lib mode kind -> ns
 	ct() {
 		awk -v l="$1" -v m="$2" -v k="$3" '$2 == l && $3 == m { for (i = 4; i < NF; i += 3) if ($i == k && $(i + 2) > 0) { s[$1] += $(i + 1); c[$1]++ } }
