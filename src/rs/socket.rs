@@ -10,7 +10,7 @@
 
 use super::config::Opts;
 use super::signal::{Ready, Signal};
-use super::stream::Conn;
+use super::stream::{Conn, Polled};
 use crate::cm::id::Id;
 use crate::cmem::Shared;
 use crate::error::{Error, Result};
@@ -779,14 +779,24 @@ fn progress_with(g: &mut Inner, exact: bool) -> bool {
         // when the connection was established: `engine::established`).
         return false;
     }
+    apply_polled(g, p, connected);
+    true
+}
+
+/// Apply what a poll of the connection's CQs found to the socket's state
+/// (`connected`: the phase before the poll), then send credits when due.
+#[inline(always)]
+pub fn apply_polled(g: &mut Inner, p: Polled, connected: bool) {
     if p.violation.is_some() {
         // A peer that breaks the protocol: reset the connection.
-        c.to_error();
         g.phase = Phase::Error;
         g.err = libc::ECONNRESET;
         g.rd = false;
         g.wr = false;
-        return true;
+        if let Some(c) = g.conn.as_mut() {
+            c.to_error();
+        }
+        return;
     }
     if connected {
         if p.send_failed {
@@ -813,10 +823,10 @@ fn progress_with(g: &mut Inner, exact: bool) -> bool {
         }
     }
     credits(g);
-    true
 }
 
 /// Send a credit update if one is due (data was consumed).
+#[inline]
 pub fn credits(g: &mut Inner) {
     if g.phase == Phase::Connected {
         if let Some(c) = g.conn.as_mut() {

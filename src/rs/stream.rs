@@ -600,6 +600,19 @@ impl Conn {
         }
     }
 
+    /// Take queued data into `buf` (consumed): the bytes copied
+    /// ([`recv_into`](Self::recv_into) for one buffer, no peek).
+    #[inline(always)]
+    pub fn recv_one(&mut self, buf: &mut [u8]) -> usize {
+        let mut off = 0;
+        while off < buf.len() {
+            let Some((at, n)) = self.flow.take_run(buf.len() - off) else { break };
+            self.rbuf.read(at as usize, &mut buf[off..off + n as usize]);
+            off += n as usize;
+        }
+        off
+    }
+
     /// Copy queued data into `dst` (consuming it unless `peek`); the bytes
     /// copied.
     #[inline(always)]
@@ -699,7 +712,7 @@ impl Conn {
     /// failed (the QP broke: a send's failure says how); otherwise its
     /// completions wait for a later poll and are taken in a batch. Whatever
     /// decides on `sends_idle` polls with [`poll`](Self::poll) first.
-    #[inline]
+    #[inline(always)]
     pub fn poll_lazy(&mut self, connected: bool) -> Polled {
         // (Idle first: the commonest case, and the cheaper test.)
         self.poll_with(connected, !self.flow.sends_idle() && !self.flow.sends_plenty())
