@@ -391,7 +391,18 @@ pub fn send(s: &Call, src: &[IoSlice], flags: i32) -> Result<usize> {
 }
 
 #[inline(always)]
-fn send_locked<'a>(s: &'a RSocket, g: Guard<'a>, src: &[IoSlice], flags: i32) -> Locked<'a, usize> {
+fn send_locked<'a>(s: &'a RSocket, mut g: Guard<'a>, src: &[IoSlice], flags: i32) -> Locked<'a, usize> {
+    if let ([one], Phase::Connected, true) = (src, g.phase, g.wr) {
+        // The commonest send (one small buffer, room for it, no iomap
+        // entry waiting to go first): one message, nothing else looked at.
+        if let Some(c) = g.conn.as_mut() {
+            if c.maps.is_empty() {
+                if let Some(r) = c.send_whole_inline(one) {
+                    return (g, r.map(|()| one.len()));
+                }
+            }
+        }
+    }
     let nonblock = nonblocking(&g, flags);
     let mut g = match wait_open(s, g, nonblock) {
         Ok(g) => g,
