@@ -826,7 +826,7 @@ pub fn apply_polled(g: &mut Inner, p: Polled, connected: bool) {
 }
 
 /// Send a credit update if one is due (data was consumed).
-#[inline]
+#[inline(always)]
 pub fn credits(g: &mut Inner) {
     if g.phase == Phase::Connected {
         if let Some(c) = g.conn.as_mut() {
