@@ -25,7 +25,11 @@ LEVEL := $(shell awk '/^RDMACM_1\.[0-9]+ *\{/ { n = $$1; sub(/RDMACM_1\./, "", n
 SOFILE := librdmacm.so.1.$(LEVEL).$(VERSION)
 B := build
 LIB := $(B)/$(SOFILE)
-STATIC := target/release/librdmacm.a
+# A target directory of its own: a plain `cargo build --release` (which
+# builds the rlib too, see below) must not leave a newer librdmacm.a where
+# make would take it as up to date and link it.
+STATIC_DIR := target/lib-only
+STATIC := $(STATIC_DIR)/release/librdmacm.a
 PRELOAD := $(B)/librspreload.so
 PRELOAD_STATIC := target/release/librspreload.a
 PRELOAD_SRC := $(shell find preload/src -name '*.rs') preload/Cargo.toml
@@ -51,7 +55,7 @@ lib: $(B)/librdmacm.so.1
 # functions and statics are reached directly instead of through the GOT
 # (README, "Speed").
 $(STATIC): $(RUST_SRC)
-	RDMACM_REQUIRE_LAYOUT=$${RDMACM_REQUIRE_LAYOUT:-1} $(CARGO) rustc --release --quiet --lib --crate-type staticlib
+	RDMACM_REQUIRE_LAYOUT=$${RDMACM_REQUIRE_LAYOUT:-1} CARGO_TARGET_DIR=$(STATIC_DIR) $(CARGO) rustc --release --quiet --lib --crate-type staticlib
 
 # Rust cannot put version nodes on a cdylib: link the staticlib ourselves.
 $(LIB): $(STATIC) librdmacm.map
