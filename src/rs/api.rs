@@ -392,18 +392,18 @@ pub fn send(s: &Call, src: &[IoSlice], flags: i32) -> Result<usize> {
 
 #[inline(always)]
 fn send_locked<'a>(s: &'a RSocket, mut g: Guard<'a>, src: &[IoSlice], flags: i32) -> Locked<'a, usize> {
+    let nonblock = nonblocking(&g, flags);
     if let ([one], Phase::Connected, true) = (src, g.phase, g.wr) {
-        // The commonest send (one small buffer, room for it, no iomap
-        // entry waiting to go first): one message, nothing else looked at.
-        if let Some(c) = g.conn.as_mut() {
-            if c.maps.is_empty() {
-                if let Some(r) = c.send_whole_inline(one) {
-                    return (g, r.map(|()| one.len()));
-                }
-            }
+        // The commonest send (one small buffer, room for it), before
+        // anything else is looked at: one message, after the iomap entries
+        // waiting to go first. Otherwise the chunks below send it.
+        if let Err(e) = super::iomap::flush(&mut g, nonblock) {
+            return (g, Err(e));
+        }
+        if let Some(r) = g.conn.as_mut().and_then(|c| c.send_whole_inline(one)) {
+            return (g, r.map(|()| one.len()));
         }
     }
-    let nonblock = nonblocking(&g, flags);
     let mut g = match wait_open(s, g, nonblock) {
         Ok(g) => g,
         Err(e) => return (s.lock(), Err(e)),
@@ -413,12 +413,6 @@ fn send_locked<'a>(s: &'a RSocket, mut g: Guard<'a>, src: &[IoSlice], flags: i32
     }
     if let Err(e) = super::iomap::flush(&mut g, nonblock) {
         return (g, Err(e));
-    }
-    if let ([one], Phase::Connected, true) = (src, g.phase, g.wr) {
-        // The commonest send (one small buffer, room for it): one message.
-        if let Some(r) = g.conn.as_mut().and_then(|c| c.send_whole_inline(one)) {
-            return (g, r.map(|()| one.len()));
-        }
     }
     let mut src = Src::new(src);
     let total = src.remaining();
