@@ -262,7 +262,11 @@ run_pair() { # "spec" mode logfile [again] -> prints result, returns 0 pass / 1 
 		echo "### $name [$mode]"
 		echo "### server (netns $sns): $scmd"
 	} >>"$log"
-	(_launch "$sns" "$PAIR_TIMEOUT" "$envs" $scmd) >>"$log" 2>&1 &
+	# mckey's receiver waits through up to MCKEY_SENDERS senders (~5 s
+	# each): under PAIR_TIMEOUT alone it was killed after the sixth.
+	local stmo=$PAIR_TIMEOUT
+	[[ $name == mckey ]] && ((stmo < MCKEY_SENDERS * 6)) && stmo=$((MCKEY_SENDERS * 6))
+	(_launch "$sns" "$stmo" "$envs" $scmd) >>"$log" 2>&1 &
 	local spid=$!
 	wait_server "$scmd" "$spid"
 	echo "### client (netns $cns): $ccmd" >>"$log"
