@@ -568,6 +568,67 @@ static void c_peer_killed(void)
 	R("listener rclose", rclose(l));
 }
 
+/* Vectored stream I/O: rwritev and rsendmsg with uneven and empty pieces,
+ * rreadv and rrecvmsg into several buffers. */
+static void c_vectors(void)
+{
+	char a[4], b[8], big[32], w1[] = "abc", w2[] = "", w3[] = "defghij", m1[] = "kl", m2[] = "mno";
+	struct iovec out[3], in[2];
+	struct msghdr m;
+	int l, srv, cli;
+	ssize_t n;
+
+	next_port = 7470;
+
+	if (pair(&l, &srv, &cli))
+		return;
+	out[0] = (struct iovec){ w1, 3 };
+	out[1] = (struct iovec){ w2, 0 };
+	out[2] = (struct iovec){ w3, 7 };
+	RS("client rwritev 3+0+7", rwritev(cli, out, 3));
+	poll_until(srv, POLLIN, 5000);
+	usleep(100000);
+	/* The first buffer holds it all: the same with any reading. */
+	in[0] = (struct iovec){ big, sizeof big };
+	in[1] = (struct iovec){ b, sizeof b };
+	memset(big, 0, sizeof big);
+	n = RS("server rreadv 32+8", rreadv(srv, in, 2));
+	if (n > 0)
+		P("    got %.*s\n", (int)n, big);
+	RS("client rwritev 3+0+7 again", rwritev(cli, out, 3));
+	poll_until(srv, POLLIN, 5000);
+	usleep(100000);
+	/* 10 bytes into 4 + 8: readv(2) fills the first, then the second. */
+	in[0] = (struct iovec){ a, sizeof a };
+	memset(a, 0, sizeof a);
+	memset(b, 0, sizeof b);
+	n = RS("server rreadv 4+8", rreadv(srv, in, 2));
+	if (n > 0)
+		P("    got %.4s/%.8s\n", a, b);
+	n = RS("server rrecv the rest", rrecv(srv, big, sizeof big, MSG_DONTWAIT));
+	if (n > 0)
+		P("    got %.*s\n", (int)n, big);
+	out[0] = (struct iovec){ m1, 2 };
+	out[1] = (struct iovec){ m2, 3 };
+	memset(&m, 0, sizeof m);
+	m.msg_iov = out;
+	m.msg_iovlen = 2;
+	RS("server rsendmsg 2+3", rsendmsg(srv, &m, 0));
+	poll_until(cli, POLLIN, 5000);
+	usleep(100000);
+	in[0] = (struct iovec){ big, sizeof big };
+	memset(big, 0, sizeof big);
+	memset(&m, 0, sizeof m);
+	m.msg_iov = in;
+	m.msg_iovlen = 2;
+	n = RS("client rrecvmsg 32+8", rrecvmsg(cli, &m, 0));
+	if (n > 0)
+		P("    got %.*s\n", (int)n, big);
+	R("client rclose", rclose(cli));
+	R("server rclose", rclose(srv));
+	R("listener rclose", rclose(l));
+}
+
 /* Names of both ends. */
 static void c_names(void)
 {
@@ -1319,6 +1380,7 @@ static const struct tcase tcases[] = {
 	{ "peer-close", c_peer_close },
 	{ "peer-killed", c_peer_killed },
 	{ "names", c_names },
+	{ "vectors", c_vectors },
 	{ "config", c_config },
 	{ "af-ib", c_af_ib },
 	{ "repoll-create", c_repoll_create },

@@ -600,8 +600,8 @@ impl Conn {
         }
     }
 
-    /// Take queued data into `buf` (consumed): the bytes copied
-    /// ([`recv_into`](Self::recv_into) for one buffer, no peek).
+    /// Take queued data into `buf` (consumed): the bytes copied, fewer
+    /// than `buf.len()` only when nothing more is queued.
     #[inline(always)]
     pub fn recv_one(&mut self, buf: &mut [u8]) -> usize {
         let mut off = 0;
@@ -618,19 +618,24 @@ impl Conn {
     #[inline(always)]
     pub fn recv_into(&mut self, dst: &mut [IoSliceMut], peek: bool) -> usize {
         let mut total = 0;
-        // A peek reads from a position of its own; a receive consumes each
-        // run as it takes it.
+        if !peek {
+            // A receive consumes each run as it takes it.
+            for b in dst.iter_mut() {
+                let n = self.recv_one(b);
+                total += n;
+                if n < b.len() {
+                    break;
+                }
+            }
+            return total;
+        }
+        // A peek reads from a position of its own.
         let mut state = self.flow.read_state();
         for b in dst.iter_mut() {
             let mut off = 0;
             while off < b.len() {
-                let max = b.len() - off;
-                let run = if peek {
-                    self.flow.next_read_from(&state, max).inspect(|&(_, n)| self.flow.advance(&mut state, n))
-                } else {
-                    self.flow.take_run(max)
-                };
-                let Some((at, n)) = run else { return total };
+                let run = self.flow.next_read_from(&state, b.len() - off);
+                let Some((at, n)) = run.inspect(|&(_, n)| self.flow.advance(&mut state, n)) else { return total };
                 self.rbuf.read(at as usize, &mut b[off..off + n as usize]);
                 off += n as usize;
                 total += n as usize;
