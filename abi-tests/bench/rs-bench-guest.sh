@@ -117,7 +117,7 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 		env "$env" "$B" server 7999 >/dev/null 2>&1 &
 		spid=$!
 		wait_listen 7999
-		for s in "eagain 2000 6000 1" "lat 300 900 64" "latnb 300 900 64" "latpoll 300 900 64" "bw 100 300 65536"; do
+		for s in "eagain 2000 6000 1" "idlepoll 2000 6000 1" "lat 300 900 64" "latnb 300 900 64" "latpoll 300 900 64" "bw 100 300 65536"; do
 			read -r st n1 n2 sz <<<"$s"
 			a=$(cg "$env" "$st" "$n1" "$sz") b=$(cg "$env" "$st" "$n2" "$sz")
 			ins[$st.$lib]=$(((${b%% *} - ${a%% *}) / (n2 - n1)))
@@ -128,7 +128,7 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 	done
-	for s in "eagain:rrecv finding nothing" "lat:64-byte round trip, blocking" "latnb:64-byte round trip, non-blocking" \
+	for s in "eagain:rrecv finding nothing" "idlepoll:rpoll finding nothing (timeout 0)" "lat:64-byte round trip, blocking" "latnb:64-byte round trip, non-blocking" \
 		"latpoll:64-byte round trip, rpoll first" "bw:64 KiB rsend (receiver reads)"; do
 		st=${s%%:*}
 		printf '%-34s %10s %10s %8s\n' "${s#*:}" "${ins[$st.upstream]}" "${ins[$st.ours]}" \

@@ -13,6 +13,9 @@
  *   latpoll N round trips of SIZE bytes, each non-blocking call after
  *           rpoll(timeout 0) called until the socket is ready (rstream -T a)
  *   bw      N sends of SIZE bytes, then a 1-byte answer
+ *   idlepoll N rpoll(POLLIN, timeout 0) calls on an idle connection (each
+ *           returns 0): one turn of a polling loop, which sets how soon a
+ *           side waiting in such a loop sees a message
  * The client prints "STEP N SIZE usec_per_step". Exit 0 on success. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { EAGAIN_STEP = 1, LAT, LATNB, BW, LATPOLL };
+enum { EAGAIN_STEP = 1, LAT, LATNB, BW, LATPOLL, IDLEPOLL };
 
 static double now_us(void)
 {
@@ -82,7 +85,8 @@ static int serve(int fd)
 		return -1;
 	int ret = 0;
 	switch (step) {
-	case EAGAIN_STEP: {
+	case EAGAIN_STEP:
+	case IDLEPOLL: {
 		char c;
 		ret = rrecv(fd, &c, 1, 0) == 0 ? 0 : -1; /* until the client closes */
 		break;
@@ -142,12 +146,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (argc != 7 || strcmp(argv[1], "client")) {
-		fprintf(stderr, "usage: rs_bench server PORT | client ADDR PORT eagain|lat|latnb|latpoll|bw N SIZE\n");
+		fprintf(stderr, "usage: rs_bench server PORT | client ADDR PORT eagain|lat|latnb|latpoll|bw|idlepoll N SIZE\n");
 		return 2;
 	}
-	const char *steps[] = { "", "eagain", "lat", "latnb", "bw", "latpoll" };
+	const char *steps[] = { "", "eagain", "lat", "latnb", "bw", "latpoll", "idlepoll" };
 	uint32_t step = 0;
-	for (uint32_t i = 1; i < 6; i++)
+	for (uint32_t i = 1; i < 7; i++)
 		if (!strcmp(argv[4], steps[i]))
 			step = i;
 	uint32_t n = atoi(argv[5]), size = atoi(argv[6]);
@@ -178,6 +182,13 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < n && !ret; i++) {
 			char c;
 			if (rrecv(fd, &c, 1, MSG_DONTWAIT) != -1 || errno != EAGAIN)
+				ret = -1;
+		}
+		break;
+	case IDLEPOLL:
+		for (uint32_t i = 0; i < n && !ret; i++) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			if (rpoll(&p, 1, 0) != 0)
 				ret = -1;
 		}
 		break;
