@@ -544,11 +544,15 @@ pub fn shutdown(s: &Shared<RSocket>, how: i32) -> Result<()> {
             g = drain(s, g, deadline);
         }
     }
-    if g.phase == Phase::Disconnected {
-        if let Some(c) = g.conn.as_ref() {
-            c.to_error();
-        }
-    }
+    // Unlike upstream, the QP is not moved to the error state here (nor
+    // before rclose destroys it): a peer's last message (typically its
+    // DISCONNECT, whose acknowledgement an upstream peer waits for in its
+    // own rshutdown) may have completed here a moment before the device
+    // sent the ACK, and soft-RoCE sends no ACK from a QP in error; the
+    // peer then retransmits to a QP that is gone, and with the retry count
+    // rsockets asks for (7, "infinite" to soft-RoCE) it waits forever. The
+    // descriptor (`show`) wakes this socket's own waiters instead of a
+    // flush.
     s.show(&mut g);
     Ok(())
 }

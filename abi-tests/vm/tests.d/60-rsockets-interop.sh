@@ -10,7 +10,8 @@
 # v65–ours, so that our wire protocol meets upstream's both ways. Every
 # rstream/riostream case verifies the data (-T v); rcopy's copy is compared
 # with cmp. Both exit codes must be 0 (rcopy's server never exits: it is
-# stopped once the copy is checked).
+# stopped once the copy is checked). One more case, rs_closefirst (see
+# below), closes connections from the client side in the same pairings.
 # The results also go to $VM_OUT/rsockets-$KERNEL.md (a table for the
 # README). Ends with "N passed, M failed, K skipped"; exit 1 on a failure.
 # suite-timeout: 600
@@ -105,7 +106,17 @@ CASES=(
 	"riostream|riostream -T v -S 10000 -C 300|riostream -s 192.0.2.1 -T v -S 10000 -C 300"
 	"riostream -T b (blocking)|riostream -T b -T v -S 10000 -C 300|riostream -s 192.0.2.1 -T b -T v -S 10000 -C 300"
 	"rcopy (5 MiB file)|rcopy|rcopy"
+	"client closes first (150 cycles, CPUs busy)|-|-"
 )
+# rs_closefirst (abi-tests/rsdiff/rs_closefirst.c): connections that the
+# client closes first, as rcopy's do, while a busy loop keeps the guest's
+# CPUs contended (a server that moved its QP to the error state the moment
+# the client's DISCONNECT completed could swallow the ACK the client's
+# rshutdown waits for; an upstream client then hung forever: about once in
+# a hundred rcopy runs on the 7.3 bed, and in 2 of 2 runs of 200 cycles of
+# this program, before the fix; v65's own server did it in 1 of 2).
+RSCF=$REPO/build/abi-tests/rs_closefirst
+CF_CYCLES=${RS_CLOSEFIRST_CYCLES:-150}
 
 head -c $((5 * 1024 * 1024 + 123)) /dev/urandom >"$tmp/rcopy.src"
 have_v65=1
@@ -126,6 +137,14 @@ for spec in "${CASES[@]}"; do
 	for pairing in "${PAIRINGS[@]}"; do
 		if [[ $pairing == *v65* ]] && ((!have_v65)); then
 			r="skipped (no v65 library: run abi-tests/upstream/build-v65.sh)"
+		elif [[ $case_name == "client closes first"* ]] && [ ! -x "$RSCF" ]; then
+			r="skipped (build/abi-tests/rs_closefirst not built: abi-tests/rsdiff/build.sh)"
+		elif [[ $case_name == "client closes first"* ]]; then
+			(while :; do :; done) &
+			hog=$!
+			r=$(run_case "$pairing" "$RSCF server $port $CF_CYCLES" "$RSCF client 192.0.2.1 $port $CF_CYCLES")
+			kill "$hog"
+			wait "$hog" 2>/dev/null
 		elif [[ $case_name == rcopy* ]]; then
 			rm -f "$tmp/rcopy.dst"
 			r=$(run_case "$pairing" "rcopy -p $port" "rcopy $tmp/rcopy.src 192.0.2.1:$tmp/rcopy.dst -p $port" \
