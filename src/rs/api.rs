@@ -550,9 +550,10 @@ pub fn shutdown(s: &Shared<RSocket>, how: i32) -> Result<()> {
     // own rshutdown) may have completed here a moment before the device
     // sent the ACK, and soft-RoCE sends no ACK from a QP in error; the
     // peer then retransmits to a QP that is gone, and with the retry count
-    // rsockets asks for (7, "infinite" to soft-RoCE) it waits forever. The
-    // descriptor (`show`) wakes this socket's own waiters instead of a
-    // flush.
+    // rsockets asks for (7, "infinite" to soft-RoCE) it waits forever. Our
+    // own side needs no flush: pollers see the hang-up on the descriptor
+    // (`show`), and a thread asleep in a call wakes on the completion that
+    // brought the disconnect, or at the end of its sleep slice.
     s.show(&mut g);
     Ok(())
 }
