@@ -14,7 +14,7 @@
 # code is run.sh's. In the guest, $VM_OUT is a writable share of the host
 # directory --out (default: a temporary one, removed afterwards), $VM_KERNEL
 # the kernel tag and $VM_NET the network mode. The guest does not inherit the
-# host's environment, except RDMACM_UNDER_TEST, SUITE_PARTS, MATRIX_MODES, SUITE_BUDGET,
+# host's environment, except RDMACM_UNDER_TEST, SUITE_PARTS, MATRIX_MODES, SUITE_BUDGET, SUITE_ALL_KERNELS,
 # TESTD_TIMEOUT, PAIR_TIMEOUT, SERVER_WAIT, SERVER_GRACE and the variables
 # named in $VM_ENV, when set.
 #
@@ -67,7 +67,7 @@ echo "$REPO" >"$share/cwd"
 	echo 'export PATH=/run/rdmacm-bed/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 	echo 'export HOME=/root LANG=C.UTF-8 TERM=dumb'
 	printf 'export VM_OUT=/tmp/vmout VM_KERNEL=%q VM_NET=%q\n' "$kernel" "$net"
-	for v in RDMACM_UNDER_TEST SUITE_PARTS MATRIX_MODES SUITE_BUDGET TESTD_TIMEOUT PAIR_TIMEOUT SERVER_WAIT SERVER_GRACE ${VM_ENV:-}; do
+	for v in RDMACM_UNDER_TEST SUITE_PARTS MATRIX_MODES SUITE_BUDGET SUITE_ALL_KERNELS TESTD_TIMEOUT PAIR_TIMEOUT SERVER_WAIT SERVER_GRACE ${VM_ENV:-}; do
 		[ -z "${!v+x}" ] || printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf 'bash %q/abi-tests/vm/net-setup.sh "$VM_NET" || exit 125\n' "$REPO"

@@ -7,7 +7,10 @@
 #  2. every executable abi-tests/vm/tests.d/*.sh, in name order, each under
 #     `timeout TESTD_TIMEOUT` (default 300 s; a script may ask for another
 #     limit with a line "# suite-timeout: SECONDS" among its first 40 lines;
-#     less when the suite's budget runs out; the script's cwd is the repo):
+#     less when the suite's budget runs out; the script's cwd is the repo);
+#     a script with a line "# suite-kernel: 6.1" or "# suite-kernel: new"
+#     there runs in that boot only (SUITE_ALL_KERNELS=1: in both), so that
+#     each boot stays inside its budget on a slow machine:
 #     exit 0 pass, 77 skip, anything
 #     else fail; a script whose output ends with "N passed, M failed[, K
 #     skipped]" contributes those counts instead (a non-zero exit still
@@ -27,7 +30,7 @@
 #     (default "preload libpath srccompat") can leave a column out.
 # SUITE_PARTS (default "selfcheck testsd matrix") picks the parts to run.
 # Logs go to $VM_OUT (programs-KERNEL.log, TEST-KERNEL.log). Past
-# SUITE_BUDGET seconds (default 1650) the remaining items are not run and
+# SUITE_BUDGET seconds (default 1900) the remaining items are not run and
 # count as failed. Ends with exactly one line "N passed, M failed, K skipped";
 # exit 1 on any failure.
 set -uo pipefail
@@ -39,7 +42,7 @@ OURS=${RDMACM_UNDER_TEST:-$REPO/build/librdmacm.so.1}
 case $OURS in /*) ;; *) OURS=$REPO/$OURS ;; esac
 OURS_DIR=$(dirname "$OURS")
 TESTD_TIMEOUT=${TESTD_TIMEOUT:-300}
-SUITE_BUDGET=${SUITE_BUDGET:-1650}
+SUITE_BUDGET=${SUITE_BUDGET:-1900}
 MATRIX_MODES=${MATRIX_MODES:-preload libpath srccompat}
 SUITE_PARTS=${SUITE_PARTS:-selfcheck testsd matrix}
 part() { [[ " $SUITE_PARTS " == *" $1 "* ]]; }
@@ -73,12 +76,19 @@ self_check() {
 
 tests_d() {
 	echo "== tests.d"
-	local t tn tl ts tmo own rc line p f k
+	local t tn tl ts tmo own kn rc line p f k
 	for t in abi-tests/vm/tests.d/*.sh; do
 		[ -e "$t" ] || continue
 		tn=$(basename "$t")
 		if [ ! -x "$t" ]; then
 			echo "  $tn: not executable, not run"
+			continue
+		fi
+		# A script that asks for one kernel ("# suite-kernel: 6.1|new") runs
+		# in that boot only (SUITE_ALL_KERNELS=1: in every boot).
+		kn=$(head -n 40 "$t" | sed -n 's/^# suite-kernel: \([a-z0-9.]*\)$/\1/p' | head -n1)
+		if [ -n "$kn" ] && [ "$kn" != "$KERNEL" ] && [ -z "${SUITE_ALL_KERNELS:-}" ]; then
+			printf '  %-22s %s\n' "$tn" "runs in the $kn boot only"
 			continue
 		fi
 		if over_budget; then

@@ -7,6 +7,9 @@
 # programs themselves lose are listed but do not count.
 # Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure, 77 when
 # nothing could run.
+# suite-kernel: 6.1
+# (make test runs it in one boot; the 7.3 boot runs other scripts, so that each
+# boot fits its time budget; SUITE_ALL_KERNELS=1 runs it in both)
 set -uo pipefail
 source "$(dirname "$0")/../testlib.sh"
 OURS=${RDMACM_UNDER_TEST:-$PWD/build/librdmacm.so.1}

@@ -10,6 +10,9 @@
 # caller's buffer, or reports sends on a dead connection as done).
 # Ends with "N passed, M failed, K skipped"; exit 0, 1 on any failure, 77
 # when nothing could run.
+# suite-kernel: 6.1
+# (make test runs it in one boot; the 7.3 boot runs other scripts, so that each
+# boot fits its time budget; SUITE_ALL_KERNELS=1 runs it in both)
 set -uo pipefail
 source "$(dirname "$0")/../testlib.sh"
 B=build/abi-tests

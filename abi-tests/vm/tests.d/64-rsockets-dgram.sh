@@ -30,6 +30,9 @@
 # for the README). Ends with "N passed, M failed, K skipped"; exit 1 on a
 # failure.
 # suite-timeout: 600
+# suite-kernel: new
+# (make test runs it in one boot; the 6.1 boot runs other scripts, so that each
+# boot fits its time budget; SUITE_ALL_KERNELS=1 runs it in both)
 set -uo pipefail
 source "$(dirname "$0")/../testlib.sh"
 OURS=${RDMACM_UNDER_TEST:-$PWD/build/librdmacm.so.1}
@@ -76,8 +79,22 @@ run_case() { # name pairing "server args" "client args" [client timeout]
 	spid=$!
 	wait_udp "$port" 10 "$spid"
 	# shellcheck disable=SC2086
-	env "$cenv" timeout -k 2 "$ctmo" udpong $cargs -p $port >"$log.client" 2>&1
+	env "$cenv" timeout -k 2 "$ctmo" udpong $cargs -p $port >"$log.client" 2>&1 &
+	cpid=$!
+	# Shortly before the client's timeout: are both sides still sending?
+	(
+		end=$((SECONDS + ctmo - 5))
+		while ((SECONDS < end)); do
+			sleep 1
+			kill -0 "$cpid" 2>/dev/null || exit 0
+		done
+		ud_senders >"$log.busy"
+	) &
+	wpid=$!
+	wait "$cpid"
 	crc=$?
+	kill "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null
 	kill -0 "$spid" 2>/dev/null || why+="the server was gone before the client ended; "
 	kill "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
@@ -89,7 +106,12 @@ run_case() { # name pairing "server args" "client args" [client timeout]
 	} >>"$log"
 	line=$(grep -E '^custom ' "$log.client" | head -n1)
 	rm -f "$log.client" "$log.server"
-	((crc == 124)) && why+="client timed out after ${ctmo}s; "
+	if ((crc == 124)); then
+		why+="client timed out after ${ctmo}s; "
+		# See ECHO_LIVELOCK below.
+		(($(cat "$log.busy" 2>/dev/null || echo 0) >= 2)) && why+="$ECHO_LIVELOCK; "
+	fi
+	rm -f "$log.busy"
 	((crc != 0 && crc != 124)) && why+="client exit $crc; "
 	[ -n "$line" ] || why+="no result line; "
 	# A bandwidth test reports how many datagrams the server counted.
@@ -102,6 +124,26 @@ run_case() { # name pairing "server args" "client args" [client timeout]
 		echo "failed (${why%; }${said:+: $said})"
 	fi
 }
+
+# How many UD QPs on the device sent at least 50 packets in one second
+# (their send PSNs, from `rdma res show qp`).
+ud_senders() {
+	local a b
+	a=$(rdma res show qp 2>/dev/null | awk '/type UD/ { for (i = 1; i < NF; i++) { if ($i == "lqpn") q = $(i + 1); if ($i == "sq-psn") p = $(i + 1) } print q, p }' | sort)
+	sleep 1
+	b=$(rdma res show qp 2>/dev/null | awk '/type UD/ { for (i = 1; i < NF; i++) { if ($i == "lqpn") q = $(i + 1); if ($i == "sq-psn") p = $(i + 1) } print q, p }' | sort)
+	join <(echo "$a") <(echo "$b") | awk '{ d = ($3 - $2 + 16777216) % 16777216; if (d >= 50) n++ } END { print n + 0 }'
+}
+# udpong's echo client (rdma-core's program, any library) can livelock
+# once a datagram is lost: it resends every millisecond until the answer
+# with its sequence number arrives, but receives each answer into the very
+# message it resends, so after a stale answer it resends that stale
+# message; when the awaited answer was lost, the stale ones circle forever
+# (both processes busy, the client never done). On a slow guest the
+# answers take longer than the millisecond, the resends pile up beyond the
+# receive queue and datagrams are dropped, as UDP may. A run that timed out
+# while both sides were still sending is marked so and run once more.
+ECHO_LIVELOCK="both sides still sending at the timeout: udpong's echo livelock"
 
 # What an upstream client's ibv_create_ah calls return (ah_spy), for the
 # record of why it cannot run: "" if nothing was seen.
@@ -118,15 +160,16 @@ ah_failures() { # v44|v65
 	grep -m1 '^ah_spy: .*-> NULL' "$log" | sed 's/^ah_spy: //'
 }
 
-# name | server arguments | client arguments
+# name | server arguments | client arguments (the echo cases send 40
+# messages: the fewer, the less udpong's resends pile up; see ECHO_LIVELOCK)
 CASES=(
 	"blocking (-T b)|-b 192.0.2.1 -T b|-s 192.0.2.1 -T b -S 1000 -C 300"
-	"blocking echo (-T b -T e)|-b 192.0.2.1 -T b|-s 192.0.2.1 -T b -T e -S 1000 -C 100"
-	"rpoll (-T a)|-b 192.0.2.1 -T a|-s 192.0.2.1 -T a -T e -S 500 -C 100"
+	"blocking echo (-T b -T e)|-b 192.0.2.1 -T b|-s 192.0.2.1 -T b -T e -S 1000 -C 40"
+	"rpoll (-T a)|-b 192.0.2.1 -T a|-s 192.0.2.1 -T a -T e -S 500 -C 40"
 	"non-blocking (-T n)|-b 192.0.2.1 -T n|-s 192.0.2.1 -T n -S 1000 -C 300"
-	"echo (-T e)|-b 192.0.2.1|-s 192.0.2.1 -T e -S 1000 -C 100"
-	"small, inline (-S 16)|-b 192.0.2.1 -T b|-s 192.0.2.1 -T b -T e -S 16 -C 100"
-	"IPv6|-b fd00::1 -T b|-s fd00::1 -T b -T e -S 1000 -C 100"
+	"echo (-T e)|-b 192.0.2.1|-s 192.0.2.1 -T e -S 1000 -C 40"
+	"small, inline (-S 16)|-b 192.0.2.1 -T b|-s 192.0.2.1 -T b -T e -S 16 -C 40"
+	"IPv6|-b fd00::1 -T b|-s fd00::1 -T b -T e -S 1000 -C 40"
 )
 
 have_v65=1
@@ -190,9 +233,15 @@ for spec in "${CASES[@]}"; do
 		else
 			r=$(run_case "$case_name" "$pairing" "$sargs" "$cargs")
 			port=$((port + 1))
+			if [[ $r == *"$ECHO_LIVELOCK"* ]]; then
+				echo "rerun: udpong $case_name [$pairing]: $r" >&2
+				r=$(run_case "$case_name" "$pairing" "$sargs" "$cargs")
+				port=$((port + 1))
+				[ "$r" = passed ] && r="passed (once more after udpong's echo livelock)"
+			fi
 		fi
 		case $r in
-		passed) ok "udpong $case_name [$pairing]" ;;
+		passed*) ok "udpong $case_name [$pairing]${r#passed}" ;;
 		skipped*)
 			# One line per pairing; each case still counts as skipped.
 			skip=$((skip + 1))

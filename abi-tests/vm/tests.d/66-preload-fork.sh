@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# suite-kernel: new
+# (make test runs it in one boot; the 6.1 boot runs other scripts, so that each
+# boot fits its time budget; SUITE_ALL_KERNELS=1 runs it in both)
 # 66-preload-fork.sh — (guest side) the preload's fork mode
 # (RDMAV_FORK_SAFE=1 on both sides): stream sockets start as TCP and move
 # to rsockets at their first data call after connect or accept, in the
