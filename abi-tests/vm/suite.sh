@@ -27,7 +27,8 @@
 #     lacks symbols is "skipped (needs: ...)", one that did not build for
 #     another reason "failed (does not build ...)"; perftest has no such
 #     column. MATRIX_MODES
-#     (default "preload libpath srccompat") can leave a column out.
+#     (default "preload libpath srccompat"; in the 6.1 boot "preload libpath"
+#     unless SUITE_ALL_KERNELS=1: the time budget) can leave a column out.
 # SUITE_PARTS (default "selfcheck testsd matrix") picks the parts to run.
 # Logs go to $VM_OUT (programs-KERNEL.log, TEST-KERNEL.log). Past
 # SUITE_BUDGET seconds (default 1900) the remaining items are not run and
@@ -43,7 +44,11 @@ case $OURS in /*) ;; *) OURS=$REPO/$OURS ;; esac
 OURS_DIR=$(dirname "$OURS")
 TESTD_TIMEOUT=${TESTD_TIMEOUT:-300}
 SUITE_BUDGET=${SUITE_BUDGET:-1900}
-MATRIX_MODES=${MATRIX_MODES:-preload libpath srccompat}
+if [[ $KERNEL == 6.1* && -z ${SUITE_ALL_KERNELS:-} ]]; then
+	MATRIX_MODES=${MATRIX_MODES:-preload libpath}
+else
+	MATRIX_MODES=${MATRIX_MODES:-preload libpath srccompat}
+fi
 SUITE_PARTS=${SUITE_PARTS:-selfcheck testsd matrix}
 part() { [[ " $SUITE_PARTS " == *" $1 "* ]]; }
 export RDMACM_UNDER_TEST=$OURS
