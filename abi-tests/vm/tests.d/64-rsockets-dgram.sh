@@ -41,7 +41,10 @@ work_dir rsockets-dgram keep
 [ -e "$OURS" ] || { skp "our library $OURS is not built"; finish; }
 command -v udpong >/dev/null || { skp "udpong is not installed (rdmacm-utils)"; finish; }
 mkdir -p "$tmp/ours" && ln -sf "$(readlink -f "$OURS")" "$tmp/ours/librdmacm.so.1"
-PAIRINGS=(ours-ours v44-v44 v65-v65 ours-v44 v44-ours ours-v65 v65-ours)
+# (v44's pairings only with SUITE_ALL_KERNELS=1 or DG_V44=1: make test's
+# time budget; v44, like v65, cannot run udpong on soft-RoCE at all)
+PAIRINGS=(ours-ours v65-v65 ours-v65 v65-ours)
+[ -n "${SUITE_ALL_KERNELS:-}${DG_V44:-}" ] && PAIRINGS=(ours-ours v44-v44 v65-v65 ours-v44 v44-ours ours-v65 v65-ours)
 RUN_TIMEOUT=${DG_RUN_TIMEOUT:-60}
 
 lib_env() { # ours|v44|v65 -> one environment assignment
@@ -191,6 +194,7 @@ for pairing in "${PAIRINGS[@]}"; do
 done
 declare -A ah_seen
 for v in v44 v65; do
+	[ -n "${probe[$v-$v]+probed}" ] || continue
 	[ "${probe[$v-$v]:-}" = ok ] || [[ ${probe[$v-$v]:-} == "no v65 library"* ]] && continue
 	ah_seen[$v]=$(ah_failures "$v")
 	port=$((port + 1))
