@@ -31,7 +31,7 @@
 #     unless SUITE_ALL_KERNELS=1: the time budget) can leave a column out.
 # SUITE_PARTS (default "selfcheck testsd matrix") picks the parts to run.
 # Logs go to $VM_OUT (programs-KERNEL.log, TEST-KERNEL.log). Past
-# SUITE_BUDGET seconds (default 1900) the remaining items are not run and
+# SUITE_BUDGET seconds (default 2000) the remaining items are not run and
 # count as failed. Ends with exactly one line "N passed, M failed, K skipped";
 # exit 1 on any failure.
 set -uo pipefail
@@ -43,7 +43,7 @@ OURS=${RDMACM_UNDER_TEST:-$REPO/build/librdmacm.so.1}
 case $OURS in /*) ;; *) OURS=$REPO/$OURS ;; esac
 OURS_DIR=$(dirname "$OURS")
 TESTD_TIMEOUT=${TESTD_TIMEOUT:-300}
-SUITE_BUDGET=${SUITE_BUDGET:-1900}
+SUITE_BUDGET=${SUITE_BUDGET:-2000}
 if [[ $KERNEL == 6.1* && -z ${SUITE_ALL_KERNELS:-} ]]; then
 	MATRIX_MODES=${MATRIX_MODES:-preload libpath}
 else

@@ -41,7 +41,7 @@ for k in ${VM_KERNELS:-6.1 new}; do
 	rm -rf "$out" && mkdir -p "$out"
 	echo "=== kernel $k: $(cat "${VM_CACHE:-.cache/vm}/k-$k/kver"), $net network"
 	start=$SECONDS
-	bash abi-tests/vm/run.sh --kernel "$k" --net "$net" --timeout "${VM_TIMEOUT:-2200}" --out "$REPO/$out" \
+	bash abi-tests/vm/run.sh --kernel "$k" --net "$net" --timeout "${VM_TIMEOUT:-2300}" --out "$REPO/$out" \
 		-- bash "${VM_SUITE:-abi-tests/vm/suite.sh}" 2>&1 | tee "$out/console.log"
 	rc=${PIPESTATUS[0]}
 	secs=$((SECONDS - start))
