@@ -130,11 +130,15 @@ run_case() { # name pairing "server args" "client args" [client timeout]
 
 # How many UD QPs on the device sent at least 50 packets in one second
 # (their send PSNs, from `rdma res show qp`).
+ud_psns() { # "QPN SEND-PSN" per UD QP, sorted
+	rdma res show qp 2>/dev/null |
+		awk '/type UD/ { for (i = 1; i < NF; i++) { if ($i == "lqpn") q = $(i + 1); if ($i == "sq-psn") p = $(i + 1) } print q, p }' | sort
+}
 ud_senders() {
 	local a b
-	a=$(rdma res show qp 2>/dev/null | awk '/type UD/ { for (i = 1; i < NF; i++) { if ($i == "lqpn") q = $(i + 1); if ($i == "sq-psn") p = $(i + 1) } print q, p }' | sort)
+	a=$(ud_psns)
 	sleep 1
-	b=$(rdma res show qp 2>/dev/null | awk '/type UD/ { for (i = 1; i < NF; i++) { if ($i == "lqpn") q = $(i + 1); if ($i == "sq-psn") p = $(i + 1) } print q, p }' | sort)
+	b=$(ud_psns)
 	join <(echo "$a") <(echo "$b") | awk '{ d = ($3 - $2 + 16777216) % 16777216; if (d >= 50) n++ } END { print n + 0 }'
 }
 # udpong's echo client (rdma-core's program, any library) can livelock
