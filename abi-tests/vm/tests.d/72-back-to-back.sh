@@ -47,7 +47,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
 			esac
 			[[ $res == skipped* ]] || runs[$lib]=$((runs[$lib] + 1))
 			# A pair the bed ran once more for a program's own race
-			# (programs.sh: rping's exit race, perftest's listen race).
+			# (programs.sh: rping's exit race, perftest's listen race, a pair
+			# during which the bed lost packets).
 			if grep -q '^### once more:' "$log"; then
 				again[$lib]=$((again[$lib] + 1))
 				echo "#   round $r, $lib: $name ran once more: $(grep '^### once more:' "$log" | head -n1 | cut -c16-90)"
