@@ -128,12 +128,12 @@ run_case() { # name pairing "server args" "client args" [client timeout]
 	fi
 }
 
-# How many UD QPs on the device sent at least 50 packets in one second
-# (their send PSNs, from `rdma res show qp`).
-ud_psns() { # "QPN SEND-PSN" per UD QP, sorted
+ud_psns() { # "QPN SEND-PSN" per UD QP, sorted (from `rdma res show qp`)
 	rdma res show qp 2>/dev/null |
 		awk '/type UD/ { for (i = 1; i < NF; i++) { if ($i == "lqpn") q = $(i + 1); if ($i == "sq-psn") p = $(i + 1) } print q, p }' | sort
 }
+# How many UD QPs on the device sent at least 50 packets in one second
+# (their send PSNs a second apart).
 ud_senders() {
 	local a b
 	a=$(ud_psns)
