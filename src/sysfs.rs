@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use std::ffi::CStr;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// Where character devices live.
 pub const CDEV_DIR: &CStr = cstr!("/dev/infiniband");
@@ -301,6 +301,28 @@ pub fn verbs_devices() -> Result<Vec<SysfsDevice>> {
     }
 }
 
+/// The scan `ucma::init` made when it first succeeded, kept for the one
+/// reader that comes right after it: the provider preload at the first
+/// device open (`cm::device`), which would otherwise read the same
+/// directories again (about a dozen system calls at a process's first
+/// bind). That reader takes it only as a hint, so a device that came or
+/// went in between costs nothing but the hint's benefit.
+static FIRST_SCAN: Mutex<Option<Vec<SysfsDevice>>> = Mutex::new(None);
+
+/// Keep `devs` for [`take_first_scan`] (a kept scan not yet taken is not
+/// replaced: `ucma::init` succeeds once per process).
+pub fn keep_first_scan(devs: Vec<SysfsDevice>) {
+    let mut k = FIRST_SCAN.lock().unwrap_or_else(|e| e.into_inner());
+    if k.is_none() {
+        *k = Some(devs);
+    }
+}
+
+/// The scan [`keep_first_scan`] kept, if not taken yet.
+pub fn take_first_scan() -> Option<Vec<SysfsDevice>> {
+    FIRST_SCAN.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
 pub fn verbs_devices_at(root: &SPath, cdev_dir: &SPath) -> Result<Vec<SysfsDevice>> {
     let mut out = Vec::new();
     let Some(class) = root.join(b"class/infiniband_verbs") else { return Ok(out) };
@@ -442,6 +464,17 @@ pub fn provider_hint_at(root: &SPath, ibdev: &str) -> Option<&'static str> {
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn first_scan_is_kept_once_and_taken_once() {
+        let dev = |u: &[u8], i: &[u8]| SysfsDevice { uverbs: Name::new(u).unwrap(), ibdev: Name::new(i).unwrap() };
+        assert_eq!(take_first_scan(), None);
+        keep_first_scan(vec![dev(b"uverbs0", b"rxe0")]);
+        // A later scan does not replace the first.
+        keep_first_scan(vec![dev(b"uverbs1", b"rxe1")]);
+        assert_eq!(take_first_scan(), Some(vec![dev(b"uverbs0", b"rxe0")]));
+        assert_eq!(take_first_scan(), None);
+    }
 
     #[test]
     fn strtol_prefix() {

@@ -369,10 +369,17 @@ fn preload_providers() {
         return;
     }
     // Only a hint: anything unexpected (an exhausted heap included) just
-    // leaves libibverbs to load every provider. Nothing here allocates
-    // but opendir (which reports ENOMEM).
+    // leaves libibverbs to load every provider. What allocates here
+    // (opendir, the scan's list) reports ENOMEM rather than aborting.
     let Some(root) = sysfs::root() else { return };
-    let Ok(devs) = sysfs::verbs_devices() else { return };
+    // The scan ucma's init made just before, when it is there.
+    let devs = match sysfs::take_first_scan() {
+        Some(d) => d,
+        None => match sysfs::verbs_devices() {
+            Ok(d) => d,
+            Err(_) => return,
+        },
+    };
     let mut names: [&str; 8] = [""; 8];
     let mut n = 0;
     for d in &devs {

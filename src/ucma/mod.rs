@@ -50,9 +50,11 @@ fn init_slow() -> Result<()> {
     if !(MIN_ABI..=MAX_ABI).contains(&v) {
         return Err(Error::Errno(libc::EPERM));
     }
-    if sysfs::verbs_devices()?.is_empty() {
+    let devs = sysfs::verbs_devices()?;
+    if devs.is_empty() {
         return Err(Error::Errno(libc::ENODEV));
     }
+    sysfs::keep_first_scan(devs);
     READY.store(true, Ordering::Release);
     Ok(())
 }
