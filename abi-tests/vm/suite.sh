@@ -31,8 +31,12 @@
 #     unless SUITE_ALL_KERNELS=1: the time budget) can leave a column out.
 # SUITE_PARTS (default "selfcheck testsd matrix") picks the parts to run.
 # Logs go to $VM_OUT (programs-KERNEL.log, TEST-KERNEL.log). Past
-# SUITE_BUDGET seconds (default 2000) the remaining items are not run and
-# count as failed. Ends with exactly one line "N passed, M failed, K skipped";
+# SUITE_BUDGET seconds the remaining items are not run and count as
+# failed. Its default is 2050 in the 6.1 boot and 1950 in the other: 4000
+# for the two, as before (the worst case of make test stays under CI's 90
+# minutes), split after the boots' use on a slow day (2026-11-29, fresh
+# clone: 6.1 1937 s, 7.3 1779 s; 6.1's apt and fault-injection scripts
+# vary the most from day to day). Ends with exactly one line "N passed, M failed, K skipped";
 # exit 1 on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,7 +47,11 @@ OURS=${RDMACM_UNDER_TEST:-$REPO/build/librdmacm.so.1}
 case $OURS in /*) ;; *) OURS=$REPO/$OURS ;; esac
 OURS_DIR=$(dirname "$OURS")
 TESTD_TIMEOUT=${TESTD_TIMEOUT:-300}
-SUITE_BUDGET=${SUITE_BUDGET:-2000}
+if [[ ${VM_KERNEL:-} == 6.1 || $KERNEL == 6.1* ]]; then
+	SUITE_BUDGET=${SUITE_BUDGET:-2050}
+else
+	SUITE_BUDGET=${SUITE_BUDGET:-1950}
+fi
 if [[ $KERNEL == 6.1* && -z ${SUITE_ALL_KERNELS:-} ]]; then
 	MATRIX_MODES=${MATRIX_MODES:-preload libpath}
 else
