@@ -373,13 +373,7 @@ fn preload_providers() {
     // (opendir, the scan's list) reports ENOMEM rather than aborting.
     let Some(root) = sysfs::root() else { return };
     // The scan ucma's init made just before, when it is there.
-    let devs = match sysfs::take_first_scan() {
-        Some(d) => d,
-        None => match sysfs::verbs_devices() {
-            Ok(d) => d,
-            Err(_) => return,
-        },
-    };
+    let Ok(devs) = sysfs::take_first_scan().map_or_else(sysfs::verbs_devices, Ok) else { return };
     let mut names: [&str; 8] = [""; 8];
     let mut n = 0;
     for d in &devs {
