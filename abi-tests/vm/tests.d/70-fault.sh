@@ -73,11 +73,30 @@ walk() {
 }
 
 re='^([a-z]+) ours: ([0-9]+) points, [0-9]+ runs, [0-9]+ ok, [0-9]+ errors, [0-9]+ lost, ([0-9]+) aborts, ([0-9]+) hangs, ([0-9]+) unusable after \(([0-9]+) after'
-for s in ids conn ep mcast rstream rdgram gai; do
+# Our walks in two lanes at once (the guest has two CPUs and one walk keeps
+# about one busy; the scenarios bind port 0, so they do not meet), each
+# lane's scenarios one after another; rstream alone afterwards (how many
+# allocations one of its runs makes varies with timing, and the walk ends
+# at the first run that makes fewer than its point: beside another walk
+# its runs made fewer, 76 points walked against 98-106 alone).
+# FAULT_LANES=1: all in one lane. Judged below in the usual order.
+walk_ours() { # scenario
+	local wait_ms=()
 	# (rdgram: a lost datagram is waited for 2 s, not 5; UD may drop one)
-	wait_ms=()
-	[ "$s" = rdgram ] && wait_ms=(--wait 2000)
-	line=$(walk ours "$s" --timeout 20 "${wait_ms[@]}")
+	[ "$1" = rdgram ] && wait_ms=(--wait 2000)
+	walk ours "$1" --timeout 20 "${wait_ms[@]}" >"$tmp/$1-line"
+}
+if [ "${FAULT_LANES:-2}" = 1 ]; then
+	for s in ids conn ep mcast rstream rdgram gai; do walk_ours "$s"; done
+else
+	(for s in rdgram gai; do walk_ours "$s"; done) &
+	lane=$!
+	for s in ids conn ep mcast; do walk_ours "$s"; done
+	wait "$lane"
+	walk_ours rstream
+fi
+for s in ids conn ep mcast rstream rdgram gai; do
+	line=$(cat "$tmp/$s-line" 2>/dev/null)
 	echo "  $line"
 	if [[ $line =~ $re ]] && grep -q "^# library: $tmp/lib-ours/librdmacm.so.1\$" "$tmp/$s-ours.txt"; then
 		if ((BASH_REMATCH[2] > 0 && BASH_REMATCH[3] == 0 && BASH_REMATCH[4] == 0 && BASH_REMATCH[6] == 0)); then
