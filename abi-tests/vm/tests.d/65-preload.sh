@@ -4,7 +4,8 @@
 #   rstream -T s (rdma-core's program in its plain-socket mode, data
 #   verified), socat (a 4 MiB file, cmp), nc.openbsd (the same), iperf3 (3 s of TCP
 #   stream, both sides' byte counts), redis-server + redis-benchmark
-#   (ping, set, get; 10 000 requests each) and redis-cli (a value set and
+#   (ping inline and bulk, set, get; 2 000 requests each, 50 clients;
+#   PRELOAD_REDIS_N another count) and redis-cli (a value set and
 #   read back).
 # Stacks (preload over library; Debian's preload runs every program on
 # kernel 6.1, only rstream on the newer kernel):
@@ -156,7 +157,7 @@ case_redis() {
 	local s=$! out
 	wait_port "$port" "$s"
 	# (progress lines end in CR: only the final ones are kept)
-	out=$(env "${env[@]}" timeout -k 2 "$T" redis-benchmark -h "$ADDR" -p "$port" -t ping,set,get -n 10000 -q 2>&1 |
+	out=$(env "${env[@]}" timeout -k 2 "$T" redis-benchmark -h "$ADDR" -p "$port" -t ping,set,get -n "${PRELOAD_REDIS_N:-2000}" -q 2>&1 |
 		tr '\r' '\n' | grep -E 'requests per second|rror|refused' | head -n 20)
 	echo "$out"
 	for t in PING_INLINE PING_MBULK SET GET; do

@@ -9,8 +9,9 @@
 # rsocket listener at the TCP port under the semaphore /rsocket_fork).
 #
 # rstream -T f -T v (rdma-core's program: plain sockets, the server forks a
-# child per connection, data verified), one connection of 300 x 64 KiB
-# each way, server-client pairings of stacks (preload over library):
+# child per connection, data verified), one connection of 100 x 64 KiB
+# each way (PRELOAD_FORK_COUNT: another count), server-client pairings of
+# stacks (preload over library):
 #   ours  build/librspreload.so over our library
 #   deb   Debian's librspreload.so over Debian's library (v44)
 #   v65   upstream v65's librspreload.so over v65's library
@@ -53,7 +54,7 @@ work_dir preload-fork keep
 [ -e "$OURS" ] && [ -e "$PRE" ] || { skp "library or preload not built"; finish; }
 mkdir -p "$tmp/ours" && ln -sf "$(readlink -f "$OURS")" "$tmp/ours/librdmacm.so.1"
 T=${PRELOAD_FORK_TIMEOUT:-120}
-COUNT=300 SIZE=65536
+COUNT=${PRELOAD_FORK_COUNT:-100} SIZE=65536
 
 have() { # stack
 	case $1 in
@@ -88,9 +89,15 @@ wait_tcp_listen() { # port pid
 # Samples back to back: socat's 8 MiB cross rxe in a few tenths of a
 # second once moved, and a 0.3 s pause between samples missed them once
 # (7.3, CI of 2026-11-25: 11 535 rxe packets, 7 TCP segments, no sample).
+# (One process a sample, the lines picked by the shell: three processes a
+# sample kept a CPU busy and slowed the transfer they watch.)
 watch_cm_id() { # regex pid file
+	local out l
 	while kill -0 "$2" 2>/dev/null; do
-		rdma res show cm_id 2>/dev/null | grep "state CONNECT" | grep -E "$1" >>"$3"
+		out=$(rdma res show cm_id 2>/dev/null)
+		while IFS= read -r l; do
+			[[ $l == *"state CONNECT"* && $l =~ $1 ]] && echo "$l"
+		done <<<"$out" >>"$3"
 	done
 }
 
