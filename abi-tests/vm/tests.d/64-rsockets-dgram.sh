@@ -25,7 +25,8 @@
 #     datagram semantics, hostile UDP and UD peers, close, IPv6.
 #  4. udpong server and client under valgrind with our library: the
 #     exchange succeeds and valgrind reports no invalid access and no block
-#     definitely or indirectly lost through librdmacm.
+#     definitely or indirectly lost through librdmacm (a pair caught in
+#     udpong's own stale-reply loop runs once more; see below).
 # The udpong results also go to $VM_OUT/rsockets-dgram-$KERNEL.md (a table
 # for the README). Ends with "N passed, M failed, K skipped"; exit 1 on a
 # failure.
@@ -315,18 +316,38 @@ our_problems() { # log
 		END { if (rec != "" && keep) print rec }
 	' "$1"
 }
-LD_LIBRARY_PATH=$tmp/ours timeout -k 5 300 "${VG[@]}" --log-file="$tmp/vg-server.vg" \
-	udpong -b 192.0.2.1 -T b -p $port >"$tmp/vg-server.out" 2>&1 &
-spid=$!
-wait_udp "$port" 120 "$spid"
-LD_LIBRARY_PATH=$tmp/ours timeout -k 5 240 "${VG[@]}" --log-file="$tmp/vg-client.vg" \
-	udpong -s 192.0.2.1 -T b -T e -S 500 -C 50 -p $port >"$tmp/vg-client.out" 2>&1
-crc=$?
-sleep 1
-# The server serves forever: stopped with SIGINT (valgrind then writes its
-# report, leaks included).
-kill -INT "$spid" 2>/dev/null
-wait "$spid"
+# The pair: server and client under valgrind; the client's exit code in crc.
+vg_pair() {
+	LD_LIBRARY_PATH=$tmp/ours timeout -k 5 300 "${VG[@]}" --log-file="$tmp/vg-server.vg" \
+		udpong -b 192.0.2.1 -T b -p $port >"$tmp/vg-server.out" 2>&1 &
+	spid=$!
+	wait_udp "$port" 120 "$spid"
+	LD_LIBRARY_PATH=$tmp/ours timeout -k 5 180 "${VG[@]}" --log-file="$tmp/vg-client.vg" \
+		udpong -s 192.0.2.1 -T b -T e -S 500 -C 50 -p $port >"$tmp/vg-client.out" 2>&1
+	crc=$?
+	sleep 1
+	# The server serves forever: stopped with SIGINT (valgrind then writes its
+	# report, leaks included).
+	kill -INT "$spid" 2>/dev/null
+	wait "$spid"
+}
+vg_pair
+# udpong's own defect: its client waits 1 s for each control reply and
+# sends again, and a reply with another sequence number overwrites the
+# message it sends next; a login reply that took over 1 s (the server
+# under valgrind in an emulated guest) arrives twice, the second one is
+# taken as stale and sent back as a login, and the two processes then
+# exchange logins until the client's timeout (seen once, CI of
+# 2026-11-29: ~60 000 "client login" lines in 180-240 s). Such a pair (the
+# client timed out, the server printed over 100 logins) runs once more and
+# must pass then.
+logins=$(grep -c '^client login' "$tmp/vg-server.out" 2>/dev/null)
+if ((crc == 124 && ${logins:-0} > 100)); then
+	echo "# udpong under valgrind: the client timed out with the server at $logins logins (udpong's stale-reply loop): once more"
+	mkdir -p "$tmp/vg-first" && mv "$tmp"/vg-server.* "$tmp"/vg-client.* "$tmp/vg-first/"
+	port=$((port + 1))
+	vg_pair
+fi
 if ((crc != 0)) || ! grep -q '^custom ' "$tmp/vg-client.out"; then
 	bad "udpong under valgrind: client exit $crc: $(tail -n 3 "$tmp/vg-client.out" | tr '\n' ' ')"
 else
