@@ -20,6 +20,10 @@
 # (tests.d/81-clients.sh runs them on Debian's library and on ours).
 # Sources are downloaded once into .cache/client-src (apt-get source with a
 # private deb-src list; nothing on the host's apt configuration changes).
+# The sources are fetched first, one after the other; then the builds run in
+# two lanes (libfabric, the longest, beside qperf, fio and UCX: most of a
+# build is a single-threaded configure, and the host has two cores), each
+# client's report kept in its own file and printed in the order above.
 # Ends with "N passed, M failed, K skipped".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -108,8 +112,16 @@ linked_to_ours() {
 CPP="-I$ROOT/include"
 TRACE="-L$ROOT/build -Wl,--trace-symbol=rdma_create_id"
 
+# --- the sources, one after the other (apt's state is not shared between
+# lanes).
+qperf_dir=$(fetch qperf qperf) || qperf_dir=""
+fio_dir=$(fetch fio fio) || fio_dir=""
+ucx_dir=$(fetch ucx libucx0) || ucx_dir=""
+
 # --- qperf: autotools, as Debian builds it.
-if d=$(fetch qperf qperf); then
+client_qperf() {
+local d=$qperf_dir log
+if [ -n "$d" ]; then
 	log=$OUT/qperf-build.log
 	if (cd "$d" && ./autogen.sh && ./configure CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" &&
 		make -C src V=1 LDFLAGS="$TRACE") >"$log" 2>&1; then
@@ -123,9 +135,12 @@ if d=$(fetch qperf qperf); then
 else
 	bad "qperf: no source"
 fi
+}
 
 # --- fio: its own configure script; the rdma engine is built in.
-if d=$(fetch fio fio); then
+client_fio() {
+local d=$fio_dir log line
+if [ -n "$d" ]; then
 	log=$OUT/fio-build.log
 	if (cd "$d" && ./configure --disable-native --extra-cflags="$CPP" && grep -q '^CONFIG_RDMA=y' config-host.mak &&
 		make -j2 V=1 fio LDFLAGS="$TRACE") >"$log" 2>&1; then
@@ -144,9 +159,12 @@ if d=$(fetch fio fio); then
 else
 	bad "fio: no source"
 fi
+}
 
 # --- UCX: configured with Debian's options, the rdmacm module compiled.
-if d=$(fetch ucx libucx0); then
+client_ucx() {
+local d=$ucx_dir log m objs
+if [ -n "$d" ]; then
 	log=$OUT/ucx-build.log
 	m=src/uct/ib/rdmacm
 	if (cd "$d" && ./autogen.sh && ./configure CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" --enable-mt --with-verbs \
@@ -162,6 +180,7 @@ if d=$(fetch ucx libucx0); then
 else
 	bad "UCX: no source"
 fi
+}
 
 # --- libfabric: Debian 12's source if the mirror serves it; otherwise the
 # upstream tarball of Debian 13's package (apt checks it against trixie's
@@ -190,6 +209,9 @@ else
 		lf_from="$(basename "$tarball") (Debian 13's; Debian 12's is not served here: ${why#*: })"
 	fi
 fi
+lf_dir=$d
+client_libfabric() {
+local d=$lf_dir log
 if [ -n "$d" ]; then
 	log=$OUT/libfabric-build.log
 	if (cd "$d" && { [ -x configure ] || ./autogen.sh; } &&
@@ -211,4 +233,20 @@ if [ -n "$d" ]; then
 else
 	bad "libfabric: no source (${why:-})"
 fi
+}
+
+# --- the builds, in two lanes (each client in a subshell: the counts come
+# from its report); then each client's report in order, counted.
+client_libfabric >"$OUT/report-libfabric.txt" 2>&1 &
+lane=$!
+for c in qperf fio ucx; do
+	("client_$c") >"$OUT/report-$c.txt" 2>&1
+done
+wait "$lane"
+for c in qperf fio ucx libfabric; do
+	cat "$OUT/report-$c.txt"
+	pass=$((pass + $(grep -c '^ok ' "$OUT/report-$c.txt")))
+	fail=$((fail + $(grep -c '^FAIL ' "$OUT/report-$c.txt")))
+	skip=$((skip + $(grep -c '^skip ' "$OUT/report-$c.txt")))
+done
 finish
