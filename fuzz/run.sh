@@ -4,8 +4,9 @@
 #   fuzz/run.sh [--jobs N] SECONDS [TARGET...]
 #
 # Runs each TARGET (default: every target of fuzz/Cargo.toml) for SECONDS
-# (libFuzzer -max_total_time), one after the other, N libFuzzer jobs each
-# (default 1). The corpus a run grows lives in build/fuzz/corpus/TARGET (not
+# (libFuzzer -max_total_time), in two lanes side by side on a machine with
+# two cores or more (FUZZ_LANES=1: one after the other), or one after the
+# other with N libFuzzer jobs each (--jobs N; default 1 job). The corpus a run grows lives in build/fuzz/corpus/TARGET (not
 # committed); the seeds in fuzz/seeds/TARGET are read, never written. A
 # crash leaves its input in fuzz/artifacts/TARGET/ and fails the target.
 # `gai` runs in the fake sysfs of abi-tests/gai/fakesysfs.sh (one rxe
@@ -43,8 +44,9 @@ mkdir -p build/fuzz/logs
 echo "fuzz: building ${#targets[@]} targets ($(rustup run nightly rustc --version))"
 (cd fuzz && cargo +nightly fuzz build) >build/fuzz/logs/build.log 2>&1 ||
 	fail_setup "cargo fuzz build failed (see build/fuzz/logs/build.log)"
-pass=0 fail=0
-for t in "${targets[@]}"; do
+# one TARGET: run it; prints its line(s); fails when it found a crash.
+one() {
+	local t=$1 corpus log wrap par start rc took runs last crashes
 	corpus=build/fuzz/corpus/$t
 	log=build/fuzz/logs/$t.log
 	mkdir -p "$corpus" "fuzz/seeds/$t"
@@ -72,10 +74,35 @@ for t in "${targets[@]}"; do
 	rm -f fuzz/fuzz-*.log "$log.start"
 	if ((rc == 0)) && ((crashes == 0)); then
 		echo "$t: $runs runs in $took s, 0 crashes ($last)"
-		pass=$((pass + 1))
 	else
 		echo "FAIL $t: exit $rc after $took s, $runs runs; see $log and fuzz/artifacts/$t/"
 		grep -m3 -E 'panicked|ERROR: libFuzzer|SUMMARY' "$log" | sed 's/^/  /'
+		return 1
+	fi
+}
+
+# The targets in FUZZ_LANES lanes side by side (default: as many as the
+# machine has cores, at most 2; one with --jobs, which is parallel
+# itself), each target's report kept in a file and printed in order.
+lanes=${FUZZ_LANES:-$(( $(nproc) > 1 ? 2 : 1 ))}
+((jobs > 1)) && lanes=1
+rm -f build/fuzz/logs/*.report build/fuzz/logs/*.rc
+for ((l = 0; l < lanes; l++)); do
+	(
+		for ((i = l; i < ${#targets[@]}; i += lanes)); do
+			t=${targets[i]}
+			one "$t" >"build/fuzz/logs/$t.report" 2>&1
+			echo $? >"build/fuzz/logs/$t.rc"
+		done
+	) &
+done
+wait
+pass=0 fail=0
+for t in "${targets[@]}"; do
+	cat "build/fuzz/logs/$t.report"
+	if [ "$(cat "build/fuzz/logs/$t.rc" 2>/dev/null)" = 0 ]; then
+		pass=$((pass + 1))
+	else
 		fail=$((fail + 1))
 	fi
 done
