@@ -120,66 +120,66 @@ ucx_dir=$(fetch ucx libucx0) || ucx_dir=""
 
 # --- qperf: autotools, as Debian builds it.
 client_qperf() {
-local d=$qperf_dir log
-if [ -n "$d" ]; then
-	log=$OUT/qperf-build.log
-	if (cd "$d" && ./autogen.sh && ./configure CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" &&
-		make -C src V=1 LDFLAGS="$TRACE") >"$log" 2>&1; then
-		cp "$d/src/qperf" "$OUT/bin/qperf"
-		check_deps qperf "$d"/src/.deps/*.Po
-		check_syms qperf "$d"/src/*.o
-		linked_to_ours qperf "$log"
+	local d=$qperf_dir log
+	if [ -n "$d" ]; then
+		log=$OUT/qperf-build.log
+		if (cd "$d" && ./autogen.sh && ./configure CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" &&
+			make -C src V=1 LDFLAGS="$TRACE") >"$log" 2>&1; then
+			cp "$d/src/qperf" "$OUT/bin/qperf"
+			check_deps qperf "$d"/src/.deps/*.Po
+			check_syms qperf "$d"/src/*.o
+			linked_to_ours qperf "$log"
+		else
+			bad "qperf does not build against our headers and library: $(grep -m1 -E 'error|undefined' "$log")"
+		fi
 	else
-		bad "qperf does not build against our headers and library: $(grep -m1 -E 'error|undefined' "$log")"
+		bad "qperf: no source"
 	fi
-else
-	bad "qperf: no source"
-fi
 }
 
 # --- fio: its own configure script; the rdma engine is built in.
 client_fio() {
-local d=$fio_dir log line
-if [ -n "$d" ]; then
-	log=$OUT/fio-build.log
-	if (cd "$d" && ./configure --disable-native --extra-cflags="$CPP" && grep -q '^CONFIG_RDMA=y' config-host.mak &&
-		make -j2 V=1 fio LDFLAGS="$TRACE") >"$log" 2>&1; then
-		cp "$d/fio" "$OUT/bin/fio"
-		# fio's own dependency lists leave system headers out (-MM): the
-		# engine's compile command again, with a full list.
-		line=$(grep -m1 -E '^[^ ]*(gcc|cc) -o engines/rdma\.o .* -c .*engines/rdma\.c$' "$log")
-		line=${line/-o engines\/rdma.o/-o $OUT/fio-rdma-again.o -MD -MF $OUT/fio-rdma.d}
-		(cd "$d" && eval "$line") >>"$log" 2>&1
-		check_deps "fio (rdma ioengine)" "$OUT/fio-rdma.d"
-		check_syms "fio (rdma ioengine)" "$d"/engines/rdma.o
-		linked_to_ours fio "$log"
+	local d=$fio_dir log line
+	if [ -n "$d" ]; then
+		log=$OUT/fio-build.log
+		if (cd "$d" && ./configure --disable-native --extra-cflags="$CPP" && grep -q '^CONFIG_RDMA=y' config-host.mak &&
+			make -j2 V=1 fio LDFLAGS="$TRACE") >"$log" 2>&1; then
+			cp "$d/fio" "$OUT/bin/fio"
+			# fio's own dependency lists leave system headers out (-MM): the
+			# engine's compile command again, with a full list.
+			line=$(grep -m1 -E '^[^ ]*(gcc|cc) -o engines/rdma\.o .* -c .*engines/rdma\.c$' "$log")
+			line=${line/-o engines\/rdma.o/-o $OUT/fio-rdma-again.o -MD -MF $OUT/fio-rdma.d}
+			(cd "$d" && eval "$line") >>"$log" 2>&1
+			check_deps "fio (rdma ioengine)" "$OUT/fio-rdma.d"
+			check_syms "fio (rdma ioengine)" "$d"/engines/rdma.o
+			linked_to_ours fio "$log"
+		else
+			bad "fio does not build against our headers and library: $(grep -m1 -E 'error|undefined|CONFIG_RDMA' "$log")"
+		fi
 	else
-		bad "fio does not build against our headers and library: $(grep -m1 -E 'error|undefined|CONFIG_RDMA' "$log")"
+		bad "fio: no source"
 	fi
-else
-	bad "fio: no source"
-fi
 }
 
 # --- UCX: configured with Debian's options, the rdmacm module compiled.
 client_ucx() {
-local d=$ucx_dir log m objs
-if [ -n "$d" ]; then
-	log=$OUT/ucx-build.log
-	m=src/uct/ib/rdmacm
-	if (cd "$d" && ./autogen.sh && ./configure CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" --enable-mt --with-verbs \
-		--disable-backtrace-detail --disable-logging --enable-devel-headers --with-rdmacm --without-java --without-go &&
-		grep -qE 'UCT modules: .* rdmacm ' config.log &&
-		objs=$(sed -n '/^am_libuct_rdmacm_la_OBJECTS/,/^$/p' "$m/Makefile" | grep -oE '[A-Za-z0-9_.-]+\.lo') &&
-		make -C "$m" $objs) >"$log" 2>&1; then
-		check_deps "UCX rdmacm cm" "$d/$m"/.deps/*.Plo
-		check_syms "UCX rdmacm cm" "$d/$m"/.libs/*.o
+	local d=$ucx_dir log m objs
+	if [ -n "$d" ]; then
+		log=$OUT/ucx-build.log
+		m=src/uct/ib/rdmacm
+		if (cd "$d" && ./autogen.sh && ./configure CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" --enable-mt --with-verbs \
+			--disable-backtrace-detail --disable-logging --enable-devel-headers --with-rdmacm --without-java --without-go &&
+			grep -qE 'UCT modules: .* rdmacm ' config.log &&
+			objs=$(sed -n '/^am_libuct_rdmacm_la_OBJECTS/,/^$/p' "$m/Makefile" | grep -oE '[A-Za-z0-9_.-]+\.lo') &&
+			make -C "$m" $objs) >"$log" 2>&1; then
+			check_deps "UCX rdmacm cm" "$d/$m"/.deps/*.Plo
+			check_syms "UCX rdmacm cm" "$d/$m"/.libs/*.o
+		else
+			bad "UCX's rdmacm module does not compile against our headers: $(grep -m1 -E 'error' "$log")"
+		fi
 	else
-		bad "UCX's rdmacm module does not compile against our headers: $(grep -m1 -E 'error' "$log")"
+		bad "UCX: no source"
 	fi
-else
-	bad "UCX: no source"
-fi
 }
 
 # --- libfabric: Debian 12's source if the mirror serves it; otherwise the
@@ -211,28 +211,28 @@ else
 fi
 lf_dir=$d
 client_libfabric() {
-local d=$lf_dir log
-if [ -n "$d" ]; then
-	log=$OUT/libfabric-build.log
-	if (cd "$d" && { [ -x configure ] || ./autogen.sh; } &&
-		./configure --prefix="$OUT/inst" CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" --enable-only --enable-verbs=yes --enable-rxm=yes &&
-		grep -q 'verbs provider: include in libfabric' config.log &&
-		make -j2 V=1 LDFLAGS="$TRACE" && make install) >"$log" 2>&1; then
-		echo "     libfabric from $lf_from"
-		check_deps "libfabric verbs provider" "$d"/prov/verbs/src/.deps/*.Plo
-		check_syms "libfabric verbs provider" "$d"/prov/verbs/src/.libs/*.o "$d"/prov/verbs/src/*.o
-		linked_to_ours "libfabric" "$log"
-		if readelf -d "$OUT/inst/bin/fi_pingpong" | grep -qE "R(UN)?PATH.*$OUT/inst/lib"; then
-			ok "libfabric: fi_pingpong and fi_info installed in build/clients-src/inst, finding that libfabric by their run path"
+	local d=$lf_dir log
+	if [ -n "$d" ]; then
+		log=$OUT/libfabric-build.log
+		if (cd "$d" && { [ -x configure ] || ./autogen.sh; } &&
+			./configure --prefix="$OUT/inst" CPPFLAGS="$CPP" LDFLAGS="-L$ROOT/build" --enable-only --enable-verbs=yes --enable-rxm=yes &&
+			grep -q 'verbs provider: include in libfabric' config.log &&
+			make -j2 V=1 LDFLAGS="$TRACE" && make install) >"$log" 2>&1; then
+			echo "     libfabric from $lf_from"
+			check_deps "libfabric verbs provider" "$d"/prov/verbs/src/.deps/*.Plo
+			check_syms "libfabric verbs provider" "$d"/prov/verbs/src/.libs/*.o "$d"/prov/verbs/src/*.o
+			linked_to_ours "libfabric" "$log"
+			if readelf -d "$OUT/inst/bin/fi_pingpong" | grep -qE "R(UN)?PATH.*$OUT/inst/lib"; then
+				ok "libfabric: fi_pingpong and fi_info installed in build/clients-src/inst, finding that libfabric by their run path"
+			else
+				bad "libfabric: $OUT/inst/bin/fi_pingpong has no run path to its libfabric"
+			fi
 		else
-			bad "libfabric: $OUT/inst/bin/fi_pingpong has no run path to its libfabric"
+			bad "libfabric's verbs provider does not build against our headers: $(grep -m1 -E 'error' "$log")"
 		fi
 	else
-		bad "libfabric's verbs provider does not build against our headers: $(grep -m1 -E 'error' "$log")"
+		bad "libfabric: no source (${why:-})"
 	fi
-else
-	bad "libfabric: no source (${why:-})"
-fi
 }
 
 # --- the builds, in two lanes (each client in a subshell: the counts come
