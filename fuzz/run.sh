@@ -7,8 +7,8 @@
 # (libFuzzer -max_total_time), in two lanes side by side on a machine with
 # two cores or more (FUZZ_LANES=1: one after the other), or one after the
 # other with N libFuzzer jobs each (--jobs N; default 1 job). The corpus a
-# run grows lives in build/fuzz/corpus/TARGET (not
-# committed); the seeds in fuzz/seeds/TARGET are read, never written. A
+# run grows lives in build/fuzz/corpus/TARGET (not committed); the seeds in
+# fuzz/seeds/TARGET are read, never written. A
 # crash leaves its input in fuzz/artifacts/TARGET/ and fails the target.
 # `gai` runs in the fake sysfs of abi-tests/gai/fakesysfs.sh (one rxe
 # device, needs root for its mount namespace), so that rdma_getaddrinfo
