@@ -19,24 +19,39 @@
 # prefix for the output directories (`make check-asan` uses both).
 # Ends with one line "N passed, M failed, K skipped" summed over both boots;
 # exit 1 on any failure, a broken bed or a boot that gave no result.
+# --prepare does only the work before booting, --boot only the boots
+# (run-tests.sh runs the host steps beside the boots); with --boot,
+# $VM_WAIT_FILE, when set, must exist before any boot but the first (the
+# newer kernel's clients test runs what the host step clients-src built).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
 die() { echo "vm-test: $*"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
-bash abi-tests/vm/setup.sh || die "bed setup failed"
-bash abi-tests/upstream/build-v65.sh >/dev/null || die "cannot build upstream rdma-core v65"
-bash abi-tests/upstream/build-pyverbs.sh >/dev/null || die "cannot build pyverbs for upstream rdma-core v65"
-for b in abi-tests/*/build.sh; do
-	[ -e "$b" ] || continue
-	bash "$b" || die "$b failed"
-done
+mode=${1:-all}
+case $mode in all | --prepare | --boot) ;; *) die "usage: vm-test.sh [--prepare | --boot]" ;; esac
+if [ "$mode" != --boot ]; then
+	bash abi-tests/vm/setup.sh || die "bed setup failed"
+	bash abi-tests/upstream/build-v65.sh >/dev/null || die "cannot build upstream rdma-core v65"
+	bash abi-tests/upstream/build-pyverbs.sh >/dev/null || die "cannot build pyverbs for upstream rdma-core v65"
+	for b in abi-tests/*/build.sh; do
+		[ -e "$b" ] || continue
+		bash "$b" || die "$b failed"
+	done
+	[ "$mode" = --prepare ] && exit 0
+fi
 ours=${RDMACM_UNDER_TEST:-build/librdmacm.so.1}
 [ -e "$ours" ] || echo "vm-test: note: $ours does not exist (run make): its matrix cells will be skipped"
 export RDMACM_UNDER_TEST=$ours
 
-P=0 F=0 K=0 vm_time=0
+P=0 F=0 K=0 vm_time=0 boots=0
 for k in ${VM_KERNELS:-6.1 new}; do
 	case $k in 6.1) net=single ;; new) net=pair ;; *) die "unknown kernel tag $k" ;; esac
+	if ((boots++)) && [ -n "${VM_WAIT_FILE:-}" ] && [ ! -e "$VM_WAIT_FILE" ]; then
+		echo "=== waiting for the host steps before the next boot"
+		w=$SECONDS
+		while [ ! -e "$VM_WAIT_FILE" ] && ((SECONDS - w < ${VM_WAIT_MAX:-3600})); do sleep 5; done
+		echo "=== waited $((SECONDS - w)) s$([ -e "$VM_WAIT_FILE" ] || echo " (gave up: $VM_WAIT_FILE never appeared)")"
+	fi
 	out=${VM_OUTDIR:-build/vm}-$k
 	rm -rf "$out" && mkdir -p "$out"
 	echo "=== kernel $k: $(cat "${VM_CACHE:-.cache/vm}/k-$k/kver"), $net network"
