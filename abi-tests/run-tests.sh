@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run-tests.sh — every test of rdmacm-rs, in order; `make test` runs it.
+# run-tests.sh — every test of rdmacm-rs, in order (but for the VM boots,
+# which run beside the host steps after the package check); `make test` runs it.
 #
 # Each step prints its own output; a step that ends with a line
 # "N passed, M failed[, K skipped]" (or cargo's "test result:") contributes
