@@ -22,7 +22,8 @@
 # --prepare does only the work before booting, --boot only the boots
 # (run-tests.sh runs the host steps beside the boots); with --boot,
 # $VM_WAIT_FILE, when set, must exist before any boot but the first (the
-# newer kernel's clients test runs what the host step clients-src built).
+# newer kernel's clients test runs what the host step clients-src built;
+# the wait gives up after $VM_WAIT_MAX seconds, 3600 by default).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
