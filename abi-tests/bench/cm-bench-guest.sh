@@ -103,7 +103,7 @@ if command -v valgrind >/dev/null; then
 	}
 	declare -A I
 	for lib in upstream ours; do
-		for m in "cycle 100 300 200" "conn 10 30 20"; do
+		for m in "cycle 100 300 200" "conn 10 30 20" "port 1000 3000 2000"; do
 			read -r mode n1 n2 d <<<"$m"
 			a=$(cg $lib "$mode" "$n1") b=$(cg $lib "$mode" "$n2")
 			while read -r k v; do I[$lib.$mode.$k]=$v; done < <(join <(sort <<<"$b") <(sort <<<"$a") |
@@ -140,6 +140,65 @@ if command -v valgrind >/dev/null; then
 	echo "(user-space instructions, callgrind: cycle 300 ids minus 100, conn 30 connections minus 10, per call;"
 	echo " a lifecycle is create, bind, resolve addr + event, resolve route + event, destroy; a connection also"
 	echo " resolves, makes two QPs, connects, accepts, disconnects both sides, 7 events)"
+
+	# Where the instructions of the connection steps go: callgrind collecting
+	# only inside one exported call (--toggle-collect), its count split by
+	# the object the instructions ran in: librdmacm itself (the library's
+	# own code), libibverbs with the provider, and libc. Same two run
+	# lengths. What a library adds to the same verbs and system calls is
+	# its own column; the rest is the same work for both (libc's heap
+	# aside: the provider's allocations cost what the heap's state makes
+	# them cost).
+	own() { # callgrind file -> "librdmacm N", "verbs N", "libc N" (self costs by object)
+		callgrind_annotate --threshold=100 --auto=no "$1" 2>/dev/null | awk '
+			/file:function/ { on = 1; next }
+			on && /^ *[0-9,]+ / {
+				c = $1; gsub(",", "", c); o = "other"
+				if (match($0, /\[[^]]*\]$/)) o = substr($0, RSTART + 1, RLENGTH - 2)
+				if (o ~ /librdmacm/) o = "librdmacm"; else if (o ~ /libibverbs|rdmav/) o = "verbs"
+				else if (o ~ /libc\.so/) o = "libc"; else o = "other"
+				a[o] += c
+			}
+			END { for (k in a) print k, a[k] }'
+	}
+	cgown() { # lib function n -> object counts
+		local e=() f
+		[ "$1" = ours ] && e=(LD_PRELOAD="$OURS")
+		f=$(mktemp /tmp/cg.XXXXXX)
+		env "${e[@]}" valgrind --tool=callgrind --toggle-collect="$2" --callgrind-out-file="$f" $B conn "$3" >/dev/null 2>&1 ||
+			echo "callgrind: $1 $2 conn $3 failed" >&2
+		own "$f"
+		rm -f "$f"
+	}
+	declare -A O
+	for lib in upstream ours; do
+		for f in "rdma_create_qp 2" "rdma_connect 1" "rdma_accept 1" "rdma_disconnect 2" "rdma_destroy_qp 2"; do
+			read -r fn calls <<<"$f"
+			a=$(cgown $lib $fn 10) b=$(cgown $lib $fn 30)
+			while read -r k v; do O[$lib.$fn.$k]=$v; done < <(join <(sort <<<"$b") <(sort <<<"$a") |
+				awk -v c="$calls" '{ printf "%s %.0f\n", $1, ($2 - $3) / 20 / c }')
+		done
+	done
+	# The C boundary's price: an export that reads one field
+	# (rdma_get_src_port on a bound id, `cm_bench port`, 3000 calls minus
+	# 1000). Upstream's is a plain read; ours checks the handle, holds a
+	# reference for the call, keeps errno and catches panics. "over" is a
+	# step's own code above upstream's plus that difference.
+	bu=$(awk -v v="${I[upstream.port.rdma_get_src_port]:-0}" 'BEGIN { printf "%.0f", v }')
+	bo=$(awk -v v="${I[ours.port.rdma_get_src_port]:-0}" 'BEGIN { printf "%.0f", v }')
+	echo
+	printf '%-20s %23s %23s %23s %9s\n' "own code per step" "librdmacm (own)" "libibverbs+provider" "libc" "own code"
+	printf '%-20s %11s %11s %11s %11s %11s %11s %9s\n' "" upstream rdmacm-rs upstream rdmacm-rs upstream rdmacm-rs over
+	printf '%-20s %11s %11s %11s %11s %11s %11s %9s\n' "one field (boundary)" "$bu" "$bo" - - - - -
+	for fn in rdma_create_qp rdma_connect rdma_accept rdma_disconnect rdma_destroy_qp; do
+		printf '%-20s %11s %11s %11s %11s %11s %11s %9s\n' "${fn#rdma_}" \
+			"${O[upstream.$fn.librdmacm]:-0}" "${O[ours.$fn.librdmacm]:-0}" "${O[upstream.$fn.verbs]:-0}" \
+			"${O[ours.$fn.verbs]:-0}" "${O[upstream.$fn.libc]:-0}" "${O[ours.$fn.libc]:-0}" \
+			"$(( ${O[ours.$fn.librdmacm]:-0} - ${O[upstream.$fn.librdmacm]:-0} - (bo - bu) ))"
+	done
+	echo "(user-space instructions per call inside each exported call, callgrind --toggle-collect, conn 30 minus 10,"
+	echo " split by the object they ran in, for the steps of the table above that miss their target; one field:"
+	echo " rdma_get_src_port, all of it counted as own code; over = own code - upstream's - (one field's difference))"
 fi
 
 # scale_rounds MODE BIG SMALL: 3 alternating rounds of `cm_bench MODE BIG`

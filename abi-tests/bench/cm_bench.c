@@ -32,6 +32,10 @@
  *       disconnects too (its DREP), DISCONNECTED on the client, QPs and
  *       ids destroyed; nothing
  *       timed (for callgrind: the connection steps' instructions).
+ *   cm_bench port N
+ *       N calls of rdma_get_src_port on one id bound to the device's
+ *       address, nothing timed (for callgrind: an export that reads one
+ *       field, so its count is what the library's C boundary costs a call).
  *   cm_bench scale N
  *       N ids created and bound (to the device's address, port chosen by
  *       the kernel) and kept, then destroyed: prints "scale N BYTES FIRST
@@ -459,6 +463,32 @@ static int conn_cycle(int n)
 	return l.destroy_id(l.lis);
 }
 
+/* port mode: n calls of rdma_get_src_port on one bound id, with the
+ * library the dynamic linker finds; 0 when every call gave the bound port. */
+static int port_calls(int n)
+{
+	void *h = linked();
+	const char *L = "librdmacm.so.1";
+	struct rdma_event_channel *(*create_channel)(void) = sym(h, L, "rdma_create_event_channel");
+	int (*create_id)(struct rdma_event_channel *, struct rdma_cm_id **, void *, enum rdma_port_space) =
+		sym(h, L, "rdma_create_id");
+	int (*bind_addr)(struct rdma_cm_id *, struct sockaddr *) = sym(h, L, "rdma_bind_addr");
+	uint16_t (*get_port)(struct rdma_cm_id *) = sym(h, L, "rdma_get_src_port");
+	struct rdma_event_channel *ch = create_channel();
+	struct sockaddr_in a = src;
+	struct rdma_cm_id *id;
+	int i, bad = 0;
+
+	a.sin_port = htons(7475);
+	if (!ch || create_id(ch, &id, NULL, RDMA_PS_TCP) || bind_addr(id, (struct sockaddr *)&a)) {
+		fprintf(stderr, "port: no bound id\n");
+		return 1;
+	}
+	for (i = 0; i < n; i++)
+		bad |= get_port(id) != a.sin_port;
+	return bad;
+}
+
 static long rss_bytes(void);
 
 /* pairs mode: n connected RC pairs made and kept, then torn down; prints
@@ -642,6 +672,8 @@ int main(int argc, char **argv)
 		return pairs(atoi(argv[2]));
 	if (argc == 3 && !strcmp(argv[1], "conn"))
 		return conn_cycle(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "port"))
+		return port_calls(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "threads"))
 		return threads(atoi(argv[2]), atoi(argv[3]));
 	if (argc != 5 || strcmp(argv[1], "ops"))
