@@ -310,6 +310,7 @@ pub fn create_qp(idp: &Id, pd: *mut ibv_pd, attr: &mut ibv_qp_init_attr) -> Resu
 }
 
 /// `rdma_destroy_qp`.
+#[inline(always)]
 pub fn destroy_qp(idp: &Id) {
     let qp = idp.qp();
     if !qp.is_null() {
