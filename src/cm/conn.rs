@@ -181,8 +181,7 @@ pub fn accept(idp: &Id, param: Option<&ConnParams>) -> Result<bool> {
     };
     let ud = qp::is_ud(idp.qp_type());
     if !ud {
-        qp::to_rtr(idp, resp_res)?;
-        qp::to_rts(idp, init_depth)?;
+        qp::to_rts_from_init(idp, resp_res, init_depth)?;
     }
     let (from, ece) = {
         let st = idp.lock();
@@ -207,8 +206,7 @@ pub fn reject(idp: &Id, data: &[u8], reason: u8) -> Result<()> {
 /// The active side's answer to CONNECT_RESPONSE: QP to RTR and RTS, then
 /// ACCEPT without parameters (the kernel sends the RTU).
 fn finish_connect(idp: &Id) -> Result<()> {
-    let r = qp::to_rtr(idp, RDMA_MAX_RESP_RES as u8)
-        .and_then(|_| qp::to_rts(idp, RDMA_MAX_INIT_DEPTH as u8))
+    let r = qp::to_rts_from_init(idp, RDMA_MAX_RESP_RES as u8, RDMA_MAX_INIT_DEPTH as u8)
         .and_then(|_| ucma::accept(idp.fd(), idp.handle(), 0, cmd::Ece::default(), |_| {}));
     if r.is_err() {
         let _ = qp::to_state(idp, verbs::IBV_QPS_ERR);

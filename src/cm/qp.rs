@@ -43,8 +43,12 @@ fn modify(qp: *mut ibv_qp, attr: &mut ibv_qp_attr, mask: i32) -> Result<()> {
     check(unsafe { verbs::ibv_modify_qp(qp, attr, mask) })
 }
 
-/// INIT then RTR; `resp_res` (unless 0xFF) caps the responder resources.
-pub fn to_rtr(idp: &Id, resp_res: u8) -> Result<()> {
+/// INIT, RTR, then RTS: `resp_res` (unless 0xFF) caps the responder
+/// resources, `init_depth` (unless 0xFF) the initiator depth. One
+/// attribute block serves the three steps, zeroed once: each step's
+/// kernel answer overwrites every field a modify reads (upstream reuses
+/// one block the same way).
+pub fn to_rts_from_init(idp: &Id, resp_res: u8, init_depth: u8) -> Result<()> {
     let qp = idp.qp();
     if qp.is_null() {
         return Ok(());
@@ -52,7 +56,7 @@ pub fn to_rtr(idp: &Id, resp_res: u8) -> Result<()> {
     let mut a = ibv_qp_attr::state(verbs::IBV_QPS_INIT);
     let mask = init_qp_attr(idp, &mut a)?;
     modify(qp, &mut a, mask)?;
-    let mut a = ibv_qp_attr::state(verbs::IBV_QPS_RTR);
+    a.qp_state = verbs::IBV_QPS_RTR;
     let mut mask = init_qp_attr(idp, &mut a)?;
     // On InfiniBand ports the kernel may set RoCE-only mask bits (21–23).
     if idp.link_layer() == Some(verbs::IBV_LINK_LAYER_INFINIBAND) {
@@ -61,16 +65,8 @@ pub fn to_rtr(idp: &Id, resp_res: u8) -> Result<()> {
     if resp_res != RDMA_MAX_RESP_RES as u8 {
         a.max_dest_rd_atomic = resp_res;
     }
-    modify(qp, &mut a, mask)
-}
-
-/// RTS; `init_depth` (unless 0xFF) caps the initiator depth.
-pub fn to_rts(idp: &Id, init_depth: u8) -> Result<()> {
-    let qp = idp.qp();
-    if qp.is_null() {
-        return Ok(());
-    }
-    let mut a = ibv_qp_attr::state(verbs::IBV_QPS_RTS);
+    modify(qp, &mut a, mask)?;
+    a.qp_state = verbs::IBV_QPS_RTS;
     let mask = init_qp_attr(idp, &mut a)?;
     if init_depth != RDMA_MAX_INIT_DEPTH as u8 {
         a.max_rd_atomic = init_depth;
