@@ -92,13 +92,13 @@ if command -v valgrind >/dev/null; then
 			}
 			END { for (k in a) print k, a[k] }'
 	}
-	cg() { # lib mode n
+	cg() { # lib mode n [parser [valgrind option]]: the parser's lines for one run (default incl)
 		local e=() f
 		[ "$1" = ours ] && e=(LD_PRELOAD="$OURS")
 		f=$(mktemp /tmp/cg.XXXXXX)
-		env "${e[@]}" valgrind --tool=callgrind --callgrind-out-file="$f" $B "$2" "$3" >/dev/null 2>&1 ||
-			echo "callgrind: $1 $2 $3 failed" >&2
-		incl "$f"
+		env "${e[@]}" valgrind --tool=callgrind ${5:+"$5"} --callgrind-out-file="$f" $B "$2" "$3" >/dev/null 2>&1 ||
+			echo "callgrind: $1 $2 $3 ${5:-} failed" >&2
+		"${4:-incl}" "$f"
 		rm -f "$f"
 	}
 	declare -A I
@@ -161,20 +161,11 @@ if command -v valgrind >/dev/null; then
 			}
 			END { for (k in a) print k, a[k] }'
 	}
-	cgown() { # lib function n -> object counts
-		local e=() f
-		[ "$1" = ours ] && e=(LD_PRELOAD="$OURS")
-		f=$(mktemp /tmp/cg.XXXXXX)
-		env "${e[@]}" valgrind --tool=callgrind --toggle-collect="$2" --callgrind-out-file="$f" $B conn "$3" >/dev/null 2>&1 ||
-			echo "callgrind: $1 $2 conn $3 failed" >&2
-		own "$f"
-		rm -f "$f"
-	}
 	declare -A O
 	for lib in upstream ours; do
 		for f in "rdma_create_qp 2" "rdma_connect 1" "rdma_accept 1" "rdma_disconnect 2" "rdma_destroy_qp 2"; do
 			read -r fn calls <<<"$f"
-			a=$(cgown $lib $fn 10) b=$(cgown $lib $fn 30)
+			a=$(cg $lib conn 10 own --toggle-collect=$fn) b=$(cg $lib conn 30 own --toggle-collect=$fn)
 			while read -r k v; do O[$lib.$fn.$k]=$v; done < <(join <(sort <<<"$b") <(sort <<<"$a") |
 				awk -v c="$calls" '{ printf "%s %.0f\n", $1, ($2 - $3) / 20 / c }')
 		done
