@@ -292,9 +292,7 @@ impl Conn {
             epoch: 0,
             maps: Vec::new(),
         })?;
-        for _ in 0..rq_size {
-            c.post_recv()?;
-        }
+        c.post_recvs(rq_size)?;
         c.arm(false);
         Ok(c)
     }
@@ -327,15 +325,50 @@ impl Conn {
         self.flow.set_first_sge(peer.data_buf);
     }
 
-    fn post_recv(&mut self) -> Result<()> {
-        let mut wr = ibv_recv_wr { wr_id: RECV, next: std::ptr::null_mut(), sg_list: std::ptr::null_mut(), num_sge: 0 };
-        let mut bad = std::ptr::null_mut();
-        // SAFETY: our live QP; a receive with no SGE (data arrives by
-        // RDMA WRITE WITH IMMEDIATE).
-        match unsafe { verbs::rdmacm_shim_post_recv(self.qp, &mut wr, &mut bad) } {
-            0 => Ok(()),
-            e => Err(Error::Errno(e)),
+    /// Post `n` receives (with no SGE: data arrives by RDMA WRITE WITH
+    /// IMMEDIATE).
+    #[inline(always)]
+    fn post_recvs(&mut self, n: u32) -> Result<()> {
+        if n > 1 {
+            return self.post_recv_chains(n);
         }
+        if n == 1 {
+            let mut wr =
+                ibv_recv_wr { wr_id: RECV, next: std::ptr::null_mut(), sg_list: std::ptr::null_mut(), num_sge: 0 };
+            let mut bad = std::ptr::null_mut();
+            // SAFETY: our live QP; one receive.
+            return match unsafe { verbs::rdmacm_shim_post_recv(self.qp, &mut wr, &mut bad) } {
+                0 => Ok(()),
+                e => Err(Error::Errno(e)),
+            };
+        }
+        Ok(())
+    }
+
+    /// [`post_recvs`](Self::post_recvs) of several, chained, up to
+    /// POLL_BATCH in one call: the receives a connection starts with in a
+    /// few calls rather than one each, a poll's reposts in one.
+    #[inline(never)]
+    fn post_recv_chains(&mut self, mut n: u32) -> Result<()> {
+        // Only the entries of each chain are written.
+        let mut wrs = std::mem::MaybeUninit::<[ibv_recv_wr; POLL_BATCH]>::uninit();
+        let base = wrs.as_mut_ptr() as *mut ibv_recv_wr;
+        while n > 0 {
+            let k = (n as usize).min(POLL_BATCH);
+            for i in 0..k {
+                let next = if i + 1 < k { base.wrapping_add(i + 1) } else { std::ptr::null_mut() };
+                let wr = ibv_recv_wr { wr_id: RECV, next, sg_list: std::ptr::null_mut(), num_sge: 0 };
+                // SAFETY: i < k <= POLL_BATCH: an element of the array.
+                unsafe { base.add(i).write(wr) };
+            }
+            let mut bad = std::ptr::null_mut();
+            // SAFETY: our live QP; a chain of k receives written above.
+            match unsafe { verbs::rdmacm_shim_post_recv(self.qp, base, &mut bad) } {
+                0 => n -= k as u32,
+                e => return Err(Error::Errno(e)),
+            }
+        }
+        Ok(())
     }
 
     /// Post one send: an RDMA WRITE (with immediate `imm`, host order, if
@@ -772,11 +805,8 @@ impl Conn {
             }
         }
         if connected && p.violation.is_none() {
-            for _ in 0..reposts {
-                if let Err(Error::Errno(e)) = self.post_recv() {
-                    p.repost_failed = Some(e);
-                    break;
-                }
+            if let Err(Error::Errno(e)) = self.post_recvs(reposts) {
+                p.repost_failed = Some(e);
             }
         }
         p
