@@ -6,7 +6,10 @@
 #     (ROUNDS, default 7), plus rstream -T s (the kernel's TCP to the same
 #     local address, for context): latency = 64-byte ping-pong (-S 64 -C 1 -I 5000,
 #     usec per transfer as rstream prints it), bandwidth = 1 MiB transfers
-#     (-S 1048576 -C 40, Gb/s from the usec per transfer); medians, ratio ours / upstream. Both with
+#     (-S 1048576 -C 40, Gb/s from the usec per transfer); medians, and the
+#     ratio ours / upstream of each round (the two ran back to back, so a
+#     drift of the guest's speed between rounds cancels): their median and
+#     range. Both with
 #     rstream's default (non-blocking calls retried in a loop), blocking
 #     calls (-T b) and rpoll before each non-blocking call (-T a).
 #  2. user-space instructions per step (callgrind, two run lengths
@@ -64,20 +67,32 @@ for ((r = 0; r < ROUNDS; r++)); do
 		done
 	done
 done
+# paired "upstream values" "ours values" (one per round, in round order) ->
+# "median min max" of the per-round ratios ours / upstream (rounds where
+# both ran)
+paired() {
+	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
+		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) r[++k] = y[i] / x[i]
+		if (k == 0) { print "- - -"; exit }
+		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+		printf "%.2f %.2f %.2f", r[int((k + 1) / 2)], r[1], r[k] }'
+}
 # verdict RATIO le|ge -> met or MISS against 1.0
 verdict() { awk -v r="$1" -v op="$2" 'BEGIN { ok = (op == "le") ? r <= 1.0 : r >= 1.0; print (r != "-" && ok) ? "met" : "MISS" }'; }
-printf '%-34s %10s %10s %8s %10s  %s\n' "rstream" upstream rdmacm-rs ratio "TCP (-T s)" target
+printf '%-34s %10s %10s %8s %11s %10s  %s\n' "rstream" upstream rdmacm-rs ratio "rounds" "TCP (-T s)" target
 for mode in nb b a; do
 	case $mode in nb) name="non-blocking (default)" ;; b) name="blocking (-T b)" ;; a) name="rpoll (-T a)" ;; esac
-	u=$(med <<<"${vals[lat.$mode.upstream]}") o=$(med <<<"${vals[lat.$mode.ours]}") t=$(med <<<"${vals[lat.$mode.tcp]}")
-	r=$(ratio "$o" "$u")
-	printf '%-34s %10s %10s %8s %10s  %s\n' "latency us, $name" "$u" "$o" "$r" "$t" "<= 1.0 $(verdict "$r" le)"
-	u=$(med <<<"${vals[bw.$mode.upstream]}") o=$(med <<<"${vals[bw.$mode.ours]}") t=$(med <<<"${vals[bw.$mode.tcp]}")
-	r=$(ratio "$o" "$u")
-	printf '%-34s %10s %10s %8s %10s  %s\n' "bandwidth Gb/s, $name" "$u" "$o" "$r" "$t" ">= 1.0 $(verdict "$r" ge)"
+	for k in lat bw; do
+		u=$(med <<<"${vals[$k.$mode.upstream]}") o=$(med <<<"${vals[$k.$mode.ours]}") t=$(med <<<"${vals[$k.$mode.tcp]}")
+		read -r r lo hi <<<"$(paired "${vals[$k.$mode.upstream]}" "${vals[$k.$mode.ours]}")"
+		if [ $k = lat ]; then what="latency us" op=le; else what="bandwidth Gb/s" op=ge; fi
+		printf '%-34s %10s %10s %8s %11s %10s  %s\n' "$what, $name" "$u" "$o" "$r" "$lo-$hi" "$t" \
+			"$([ $op = le ] && echo "<=" || echo ">=") 1.0 $(verdict "$r" $op)"
+	done
 done
-echo "(rstream, server and client on one library, medians of $ROUNDS interleaved rounds; latency: 64-byte ping-pong,"
-echo " usec per transfer; bandwidth: 1 MiB transfers; kernel $(uname -r) under qemu TCG, soft-RoCE;"
+echo "(rstream, server and client on one library, medians of $ROUNDS interleaved rounds; ratio: median of the"
+echo " rounds' own ratios ours / upstream (each round runs the two back to back), rounds: their range; latency: 64-byte"
+echo " ping-pong, usec per transfer; bandwidth: 1 MiB transfers; kernel $(uname -r) under qemu TCG, soft-RoCE;"
 echo " TCP: rstream -T s, the kernel's TCP to the same local address, for context)"
 echo " per-round latency, non-blocking: upstream ${vals[lat.nb.upstream]}/ ours ${vals[lat.nb.ours]}"
 echo " per-round bandwidth, non-blocking: upstream ${vals[bw.nb.upstream]}/ ours ${vals[bw.nb.ours]}"
