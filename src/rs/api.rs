@@ -279,13 +279,18 @@ fn recv_fast(g: &mut Inner, buf: &mut [u8], nonblock: bool) -> Fast {
         if !p.polled {
             return if nonblock { Fast::Nothing } else { Fast::Slow };
         }
-        socket::apply_polled(g, p, true);
-        let ready = g.phase == Phase::Connected && g.rd && g.conn.as_ref().is_some_and(|c| c.has_data());
-        if !ready {
-            // Something changed (the general path's own poll may find
-            // nothing more): the way out shows the state.
-            g.stale = true;
-            return Fast::Slow;
+        // Data came, and nothing else that changes the state: the credit
+        // update `apply_polled` would look for is looked for after the copy
+        // below (the lock held throughout).
+        if p.news != 0 || !c.has_data() {
+            socket::apply_polled(g, p, true);
+            let ready = g.phase == Phase::Connected && g.rd && g.conn.as_ref().is_some_and(|c| c.has_data());
+            if !ready {
+                // Something changed (the general path's own poll may find
+                // nothing more): the way out shows the state.
+                g.stale = true;
+                return Fast::Slow;
+            }
         }
     }
     let Some(c) = g.conn.as_mut() else { return Fast::Slow };

@@ -787,7 +787,16 @@ fn progress_with(g: &mut Inner, exact: bool) -> bool {
 /// (`connected`: the phase before the poll), then send credits when due.
 #[inline(always)]
 pub fn apply_polled(g: &mut Inner, p: Polled, connected: bool) {
-    if p.violation.is_some() {
+    if p.news != 0 {
+        apply_news(g, p, connected);
+    }
+    credits(g);
+}
+
+/// [`apply_polled`]'s state changes (rare: kept out of the data calls).
+#[inline(never)]
+fn apply_news(g: &mut Inner, p: Polled, connected: bool) {
+    if p.has(Polled::VIOLATION) {
         // A peer that breaks the protocol: reset the connection.
         g.phase = Phase::Error;
         g.err = libc::ECONNRESET;
@@ -799,21 +808,21 @@ pub fn apply_polled(g: &mut Inner, p: Polled, connected: bool) {
         return;
     }
     if connected {
-        if p.send_failed {
+        if p.has(Polled::SEND_FAILED) {
             g.phase = Phase::Error;
             g.err = libc::EIO;
             g.rd = false;
             g.wr = false;
-        } else if let Some(e) = p.repost_failed {
+        } else if p.has(Polled::REPOST_FAILED) {
             g.phase = Phase::Error;
-            g.err = e;
+            g.err = p.repost_errno;
             g.rd = false;
             g.wr = false;
-        } else if p.peer_disconnect || p.disconnect_sent {
+        } else if p.has(Polled::PEER_DISCONNECT | Polled::DISCONNECT_SENT) {
             g.phase = Phase::Disconnected;
             g.rd = false;
             g.wr = false;
-        } else if p.peer_shutdown {
+        } else if p.has(Polled::PEER_SHUTDOWN) {
             if g.wr {
                 g.rd = false;
             } else {
@@ -822,7 +831,6 @@ pub fn apply_polled(g: &mut Inner, p: Polled, connected: bool) {
             }
         }
     }
-    credits(g);
 }
 
 /// Send a credit update if one is due (data was consumed).

@@ -11,7 +11,7 @@
 //! protocol gets the connection reset.
 
 use super::config::Opts;
-use super::flow::{self, Flow, Violation};
+use super::flow::{self, Flow};
 use super::mem::Mapping;
 use super::mem::Region;
 use super::wire::{self, ConnData, Iomap, Sge};
@@ -113,21 +113,44 @@ pub(crate) fn new_cqs(ctx: *mut ibv_context, rq: u32, sq: u32) -> Result<(CompOw
     Ok((comp, comp_fd, rcq, scq))
 }
 
+/// A receive request (no SGE: data arrives by RDMA WRITE WITH IMMEDIATE),
+/// followed by `next`.
+#[inline(always)]
+fn recv_wr(next: *mut ibv_recv_wr) -> ibv_recv_wr {
+    ibv_recv_wr { wr_id: RECV, next, sg_list: std::ptr::null_mut(), num_sge: 0 }
+}
+
 /// What polling the CQ found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Polled {
-    pub peer_shutdown: bool,
-    pub peer_disconnect: bool,
-    /// Our DISCONNECT went out.
-    pub disconnect_sent: bool,
-    /// A send failed (the connection is broken).
-    pub send_failed: bool,
-    pub violation: Option<Violation>,
-    /// Receives could not be reposted.
-    pub repost_failed: Option<i32>,
+    /// What the completions said that changes the socket's state: the
+    /// `Polled::*` bits (0 for the commonest poll: data and finished sends).
+    pub news: u8,
+    /// The errno of a failed repost (with `REPOST_FAILED`).
+    pub repost_errno: i32,
     /// A CQ had completions, or the send CQ was polled: the state may have
     /// changed (false: the call found nothing and changed nothing).
     pub polled: bool,
+}
+
+impl Polled {
+    /// The peer shut down its sending side.
+    pub const PEER_SHUTDOWN: u8 = 1;
+    /// The peer disconnected.
+    pub const PEER_DISCONNECT: u8 = 2;
+    /// Our DISCONNECT went out.
+    pub const DISCONNECT_SENT: u8 = 4;
+    /// A send failed (the connection is broken).
+    pub const SEND_FAILED: u8 = 8;
+    /// The peer broke the protocol (a `flow::Violation`).
+    pub const VIOLATION: u8 = 16;
+    /// Receives could not be reposted (`repost_errno`).
+    pub const REPOST_FAILED: u8 = 32;
+
+    #[inline(always)]
+    pub fn has(&self, bit: u8) -> bool {
+        self.news & bit != 0
+    }
 }
 
 pub struct Conn {
@@ -333,16 +356,25 @@ impl Conn {
             return self.post_recv_chains(n);
         }
         if n == 1 {
-            let mut wr =
-                ibv_recv_wr { wr_id: RECV, next: std::ptr::null_mut(), sg_list: std::ptr::null_mut(), num_sge: 0 };
-            let mut bad = std::ptr::null_mut();
-            // SAFETY: our live QP; one receive.
-            return match unsafe { verbs::rdmacm_shim_post_recv(self.qp, &mut wr, &mut bad) } {
-                0 => Ok(()),
-                e => Err(Error::Errno(e)),
-            };
+            let mut wr = recv_wr(std::ptr::null_mut());
+            // SAFETY: one receive.
+            return unsafe { self.post_recv_list(&mut wr) };
         }
         Ok(())
+    }
+
+    /// Post the receives chained from `first`.
+    ///
+    /// # Safety
+    /// `first` and the entries it chains are valid receive requests.
+    #[inline(always)]
+    unsafe fn post_recv_list(&mut self, first: *mut ibv_recv_wr) -> Result<()> {
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: our live QP; the chain as the caller promises.
+        match unsafe { verbs::rdmacm_shim_post_recv(self.qp, first, &mut bad) } {
+            0 => Ok(()),
+            e => Err(Error::Errno(e)),
+        }
     }
 
     /// [`post_recvs`](Self::post_recvs) of several, chained, up to
@@ -357,16 +389,12 @@ impl Conn {
             let k = (n as usize).min(POLL_BATCH);
             for i in 0..k {
                 let next = if i + 1 < k { base.wrapping_add(i + 1) } else { std::ptr::null_mut() };
-                let wr = ibv_recv_wr { wr_id: RECV, next, sg_list: std::ptr::null_mut(), num_sge: 0 };
                 // SAFETY: i < k <= POLL_BATCH: an element of the array.
-                unsafe { base.add(i).write(wr) };
+                unsafe { base.add(i).write(recv_wr(next)) };
             }
-            let mut bad = std::ptr::null_mut();
-            // SAFETY: our live QP; a chain of k receives written above.
-            match unsafe { verbs::rdmacm_shim_post_recv(self.qp, base, &mut bad) } {
-                0 => n -= k as u32,
-                e => return Err(Error::Errno(e)),
-            }
+            // SAFETY: a chain of k receives written above.
+            unsafe { self.post_recv_list(base) }?;
+            n -= k as u32;
         }
         Ok(())
     }
@@ -804,9 +832,10 @@ impl Conn {
                 n = unsafe { verbs::rdmacm_shim_poll_cq(cq, POLL_BATCH as i32, wcs) };
             }
         }
-        if connected && p.violation.is_none() {
+        if connected && !p.has(Polled::VIOLATION) {
             if let Err(Error::Errno(e)) = self.post_recvs(reposts) {
-                p.repost_failed = Some(e);
+                p.news |= Polled::REPOST_FAILED;
+                p.repost_errno = e;
             }
         }
         p
@@ -818,14 +847,14 @@ impl Conn {
                 return;
             }
             *reposts += 1;
-            if p.violation.is_some() {
+            if p.has(Polled::VIOLATION) {
                 return;
             }
             match self.flow.received(u32::from_be(wc.imm_data)) {
-                Ok(flow::Event::Disconnect) => p.peer_disconnect = true,
-                Ok(flow::Event::Shutdown) => p.peer_shutdown = true,
+                Ok(flow::Event::Disconnect) => p.news |= Polled::PEER_DISCONNECT,
+                Ok(flow::Event::Shutdown) => p.news |= Polled::PEER_SHUTDOWN,
                 Ok(_) => {}
-                Err(v) => p.violation = Some(v),
+                Err(_) => p.news |= Polled::VIOLATION,
             }
             return;
         }
@@ -836,14 +865,14 @@ impl Conn {
             wire::OP_CTRL => {
                 self.flow.ctrl_done();
                 if len == wire::CTRL_DISCONNECT && wc.status == verbs::IBV_WC_SUCCESS {
-                    p.disconnect_sent = true;
+                    p.news |= Polled::DISCONNECT_SENT;
                 }
             }
             wire::OP_IOMAP_SGL => self.flow.data_sent(wire::IOMAP_LEN as u32),
             _ => self.flow.data_sent(len),
         }
         if wc.status != verbs::IBV_WC_SUCCESS {
-            p.send_failed = true;
+            p.news |= Polled::SEND_FAILED;
         }
     }
 
