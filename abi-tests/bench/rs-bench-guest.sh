@@ -7,9 +7,10 @@
 #     local address, for context): latency = 64-byte ping-pong (-S 64 -C 1 -I 5000,
 #     usec per transfer as rstream prints it), bandwidth = 1 MiB transfers
 #     (-S 1048576 -C 40, Gb/s from the usec per transfer); medians, and the
-#     ratio ours / upstream of each round (the two ran back to back, so a
-#     drift of the guest's speed between rounds cancels): their median and
-#     range. Both with
+#     ratio ours / upstream of each round (the two ran back to back, the
+#     first of them alternating between rounds, so a drift of the guest's
+#     speed between rounds cancels, and so does an advantage of one slot
+#     over the other): their median and range. Both with
 #     rstream's default (non-blocking calls retried in a loop), blocking
 #     calls (-T b) and rpoll before each non-blocking call (-T a).
 #  2. user-space instructions per step (callgrind, two run lengths
@@ -53,16 +54,23 @@ one() { # lib(ours|upstream|tcp) args -> the value of rstream's last column pair
 	wait "$spid" 2>/dev/null
 	echo "$out"
 }
+# Each measurement runs the two libraries one right after the other, the
+# first of them alternating from round to round (a slot's own bias, such
+# as following the other library's run or coming first, cancels over the
+# rounds), then TCP.
 for ((r = 0; r < ROUNDS; r++)); do
-	for lib in upstream ours tcp; do
-		for mode in nb b a; do
-			m=(); [ $mode != nb ] && m=(-T $mode)
+	if ((r % 2)); then order="ours upstream tcp"; else order="upstream ours tcp"; fi
+	for mode in nb b a; do
+		m=(); [ $mode != nb ] && m=(-T $mode)
+		for lib in $order; do
 			lat=$(one $lib -S 64 -C 1 -I 5000 "${m[@]}" | awk '{ print $NF }')
+			vals[lat.$mode.$lib]+="${lat:-0} "
+		done
+		for lib in $order; do
 			# Gb/s from the last column (usec per transfer, two decimals):
 			# rstream's own Gb/s column has two decimals, 3 % at this bed's
 			# 0.35 Gb/s, too coarse for a ratio against 1.0.
 			bw=$(one $lib -S 1048576 -C 40 "${m[@]}" | awk '$NF > 0 { printf "%.4f", 1048576 * 8 / ($NF * 1000) }')
-			vals[lat.$mode.$lib]+="${lat:-0} "
 			vals[bw.$mode.$lib]+="${bw:-0} "
 		done
 	done
@@ -91,9 +99,9 @@ for mode in nb b a; do
 	done
 done
 echo "(rstream, server and client on one library, medians of $ROUNDS interleaved rounds; ratio: median of the"
-echo " rounds' own ratios ours / upstream (each round runs the two back to back), rounds: their range; latency: 64-byte"
-echo " ping-pong, usec per transfer; bandwidth: 1 MiB transfers; kernel $(uname -r) under qemu TCG, soft-RoCE;"
-echo " TCP: rstream -T s, the kernel's TCP to the same local address, for context)"
+echo " rounds' own ratios ours / upstream (each round runs the two back to back, which first alternating), rounds:"
+echo " their range; latency: 64-byte ping-pong, usec per transfer; bandwidth: 1 MiB transfers; kernel $(uname -r)"
+echo " under qemu TCG, soft-RoCE; TCP: rstream -T s, the kernel's TCP to the same local address, for context)"
 echo " per-round latency, non-blocking: upstream ${vals[lat.nb.upstream]}/ ours ${vals[lat.nb.ours]}"
 echo " per-round bandwidth, non-blocking: upstream ${vals[bw.nb.upstream]}/ ours ${vals[bw.nb.ours]}"
 
@@ -108,13 +116,19 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 				n = substr($0, RSTART + 1, RLENGTH - 2); v[n] += $1 }
 				END { for (n in v) printf "%s=%d ", n, v[n] }'
 	}
-	cg() { # env step n size -> instructions [name=count ...]
-		local f
+	# One file per thread: -01 is the calling thread; the others are the
+	# library's (ours: the progress engine), whose looks come by the clock
+	# (every 16 ms while the application keeps calling), so that under
+	# callgrind's slowdown they fall on far fewer steps than at full speed.
+	cg() { # env step n size -> "instructions others [name=count ...]": the whole process, its threads but the first
+		local f all others
 		f=$(mktemp /tmp/cg.XXXXXX)
-		env "$1" valgrind --tool=callgrind --callgrind-out-file="$f" "$B" client 192.0.2.1 7999 "$2" "$3" "$4" >/dev/null 2>&1 ||
+		env "$1" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" "$B" client 192.0.2.1 7999 "$2" "$3" "$4" >/dev/null 2>&1 ||
 			echo "warning: rs_bench client $2 $3 ($1) failed: its count is partial" >&2
-		echo "$(awk '/^summary:/ { print $2 }' "$f") $(calls_of "$f")"
-		rm -f "$f"
+		all=$(cat "$f"-[0-9]* 2>/dev/null | awk '/^summary:/ { s += $2 } END { print s + 0 }')
+		others=$(for t in "$f"-[0-9]*; do [[ $t == *-01 ]] || cat "$t"; done 2>/dev/null | awk '/^summary:/ { s += $2 } END { print s + 0 }')
+		echo "$all $others $(calls_of "$f-01")"
+		rm -f "$f" "$f"-[0-9]*
 	}
 	# per round trip: (count in b - count in a) / (n2 - n1) for one call
 	per_rt() { # name "a words" "b words" n1 n2
@@ -126,7 +140,7 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 	}
 	echo
 	printf '%-34s %10s %10s %8s\n' "instructions per step" upstream rdmacm-rs ratio
-	declare -A ins
+	declare -A ins others
 	for lib in upstream ours; do
 		env=X=1; [ $lib = ours ] && env=LD_LIBRARY_PATH=$L
 		env "$env" "$B" server 7999 >/dev/null 2>&1 &
@@ -136,6 +150,9 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 			read -r st n1 n2 sz <<<"$s"
 			a=$(cg "$env" "$st" "$n1" "$sz") b=$(cg "$env" "$st" "$n2" "$sz")
 			ins[$st.$lib]=$(((${b%% *} - ${a%% *}) / (n2 - n1)))
+			read -r _ oa _ <<<"$a"
+			read -r _ ob _ <<<"$b"
+			others[$st.$lib]=$(((ob - oa) / (n2 - n1)))
 			for c in rsend rrecv rpoll; do
 				ins[$st.$c.$lib]=$(per_rt $c "$a" "$b" "$n1" "$n2")
 			done
@@ -158,7 +175,10 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 		done
 	done
 	echo "(client side, user space, callgrind, the difference of two run lengths; the server runs the same library;"
-	echo " a call's row counts its callees too)"
+	echo " a call's row counts its callees too; a step's row counts every thread of the process: of ours, the progress"
+	echo " engine's share per step is ${others[latnb.ours]} in the non-blocking round trip and ${others[bw.ours]} in the 64 KiB rsend:"
+	echo " its looks are timed by the clock, so they fall on more steps the more callgrind slows the program down;"
+	echo " upstream's threads but the first: ${others[latnb.upstream]} and ${others[bw.upstream]})"
 fi
 
 # 3. wall time inside each call
@@ -166,9 +186,10 @@ T=$PWD/build/bench/rs_calltime.so
 if [ -f "$T" ]; then
 	out=$(mktemp /tmp/calltime.XXXXXX)
 	for ((r = 0; r < ROUNDS; r++)); do
-		for lib in upstream ours; do
-			for mode in nb a; do
-				m=(); [ $mode != nb ] && m=(-T $mode)
+		if ((r % 2)); then order="ours upstream"; else order="upstream ours"; fi
+		for mode in nb a; do
+			m=(); [ $mode != nb ] && m=(-T $mode)
+			for lib in $order; do
 				ONE_ENV=(LD_PRELOAD="$T" RS_CALLTIME_OUT="$out" RS_CALLTIME_TAG="$r $lib $mode")
 				one $lib -S 64 -C 1 -I 5000 "${m[@]}" >/dev/null
 			done
