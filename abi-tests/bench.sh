@@ -59,7 +59,7 @@ bash abi-tests/vm/run.sh --kernel 6.1 --timeout 1500 -- bash -c 'ROUNDS=5 bash a
 
 # rsockets, in another boot of the guest (kernel 6.1). 15 rounds (~55 s
 # each, on top of ~330 s for the instruction counts): a round's ratio
-# varies by 10-30 % on this bed, and the targets sit within that of 1.0.
+# varies by 10-70 % on this bed, and the targets sit within that of 1.0.
 echo
 echo "rsockets (soft-RoCE guest):"
 bash abi-tests/vm/run.sh --kernel 6.1 --timeout 2400 -- bash -c 'ROUNDS=15 bash abi-tests/bench/rs-bench-guest.sh' |

@@ -118,8 +118,9 @@ if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 	}
 	# One file per thread: -01 is the calling thread; the others are the
 	# library's (ours: the progress engine), whose looks come by the clock
-	# (every 16 ms while the application keeps calling), so that under
-	# callgrind's slowdown they fall on far fewer steps than at full speed.
+	# (every 16 ms while the application keeps calling), so that callgrind's
+	# slowdown, which stretches every step, puts more of them on each step
+	# than at full speed.
 	cg() { # env step n size -> "instructions others [name=count ...]": the whole process, its threads but the first
 		local f all others
 		f=$(mktemp /tmp/cg.XXXXXX)
