@@ -135,17 +135,17 @@ pub struct Polled {
 
 impl Polled {
     /// The peer shut down its sending side.
-    pub const PEER_SHUTDOWN: u8 = 1;
+    pub(crate) const PEER_SHUTDOWN: u8 = 1;
     /// The peer disconnected.
-    pub const PEER_DISCONNECT: u8 = 2;
+    pub(crate) const PEER_DISCONNECT: u8 = 2;
     /// Our DISCONNECT went out.
-    pub const DISCONNECT_SENT: u8 = 4;
+    pub(crate) const DISCONNECT_SENT: u8 = 4;
     /// A send failed (the connection is broken).
-    pub const SEND_FAILED: u8 = 8;
+    pub(crate) const SEND_FAILED: u8 = 8;
     /// The peer broke the protocol (a `flow::Violation`).
-    pub const VIOLATION: u8 = 16;
+    pub(crate) const VIOLATION: u8 = 16;
     /// Receives could not be reposted (`repost_errno`).
-    pub const REPOST_FAILED: u8 = 32;
+    pub(crate) const REPOST_FAILED: u8 = 32;
 
     #[inline(always)]
     pub fn has(&self, bit: u8) -> bool {
