@@ -279,9 +279,10 @@ fn recv_fast(g: &mut Inner, buf: &mut [u8], nonblock: bool) -> Fast {
         if !p.polled {
             return if nonblock { Fast::Nothing } else { Fast::Slow };
         }
-        // Data came, and nothing else that changes the state: the credit
-        // update `apply_polled` would look for is looked for after the copy
-        // below (the lock held throughout).
+        // The state changed, or no data came: as the general path would.
+        // (When data came and nothing else, the credit look `apply_polled`
+        // would make is the one after the copy below, the lock held
+        // throughout.)
         if p.news != 0 || !c.has_data() {
             socket::apply_polled(g, p, true);
             let ready = g.phase == Phase::Connected && g.rd && g.conn.as_ref().is_some_and(|c| c.has_data());
