@@ -24,7 +24,11 @@
 #     ROUNDS interleaved rounds, medians over rounds of the two sides'
 #     averages. With part 2 it prices the instructions of a call in
 #     context (after the other calls and the kernel's work of a round
-#     trip), which a loop of one call cannot.
+#     trip), which a loop of one call cannot. The same runs also time each
+#     rsend's doorbell (its write to the kernel, where soft-RoCE does the
+#     message's work): a run's latency follows that time closely, so ours -
+#     upstream with the doorbells' part taken out is printed as well (what
+#     the libraries' own time adds, without the guest's run-to-run noise).
 set -uo pipefail
 L=$PWD/build
 ROUNDS=${ROUNDS:-7}
@@ -192,7 +196,8 @@ if [ -f "$T" ]; then
 			m=(); [ $mode != nb ] && m=(-T $mode)
 			for lib in $order; do
 				ONE_ENV=(LD_PRELOAD="$T" RS_CALLTIME_OUT="$out" RS_CALLTIME_TAG="$r $lib $mode")
-				one $lib -S 64 -C 1 -I 5000 "${m[@]}" >/dev/null
+				v=$(one $lib -S 64 -C 1 -I 5000 "${m[@]}" | awk '{ print $NF }')
+				echo "$r $lib $mode $v" >> "$out.lat"
 			done
 		done
 	done
@@ -215,5 +220,41 @@ if [ -f "$T" ]; then
 	echo " around each call, calibrated against CLOCK_MONOTONIC over the process; medians over $ROUNDS rounds of the"
 	echo " mean of server and client; an rsend includes its doorbell's system call, in which soft-RoCE does most of"
 	echo " the message's protocol work, the receiving side's included)"
-	rm -f "$out"
+	# A run's latency against its doorbells' time: the least-squares line
+	# over every run of a mode (both libraries), and each round's difference
+	# ours - upstream with the doorbells' part (slope x time) taken out.
+	adjusted() { # mode
+		awk -v m="$1" -v lat="$out.lat" '
+			FILENAME == lat { if ($3 == m && $4 > 0) L[$1 " " $2] = $4; next }
+			$3 == m { for (i = 4; i < NF; i += 3) if ($i == "doorbell" && $(i + 2) > 0) { D[$1 " " $2] += $(i + 1) / 1000; C[$1 " " $2]++ } }
+			END {
+				for (k in L) if (C[k]) { x = D[k] / C[k]; y = L[k]; n++; sx += x; sy += y; sxx += x * x; sxy += x * y; syy += y * y }
+				if (n < 3 || n * sxx == sx * sx || n * syy == sy * sy) exit
+				b = (n * sxy - sx * sy) / (n * sxx - sx * sx)
+				printf "fit %.2f %.2f\n", b, (n * sxy - sx * sy) / sqrt((n * sxx - sx * sx) * (n * syy - sy * sy))
+				for (k in L) if (C[k] && k ~ / ours$/) {
+					r = k; sub(/ ours$/, "", r); u = r " upstream"
+					if (u in L && C[u]) printf "d %.3f\nu %.3f\n", (L[k] - b * D[k] / C[k]) - (L[u] - b * D[u] / C[u]), L[u]
+				}
+			}' "$out.lat" "$out"
+	}
+	echo
+	printf '%-34s %10s %10s %8s %12s\n' "latency net of the doorbells" "ours-up us" rounds ratio "slope corr"
+	for mode in nb a; do
+		a=$(adjusted $mode)
+		fit=$(echo "$a" | awk '$1 == "fit" { print $2, $3 }')
+		[ -n "$fit" ] || continue
+		d=$(echo "$a" | awk '$1 == "d" { print $2 }' | tr '\n' ' ')
+		u=$(echo "$a" | awk '$1 == "u" { print $2 }' | med)
+		dm=$(echo "$d" | med)
+		printf '%-34s %10.2f %10s %8s %12s\n' "64-byte ping-pong, $([ $mode = nb ] && echo non-blocking || echo "-T a")" "$dm" \
+			"$(echo "$d" | tr ' ' '\n' | grep . | sort -g | sed -n '1p;$p' | tr '\n' ' ' | awk '{ printf "%.1f..%.1f", $1, $2 }')" \
+			"$(awk -v d="$dm" -v u="$u" 'BEGIN { if (u > 0) printf "%.2f", (u + d) / u; else print "-" }')" "$fit"
+	done
+	echo "(the same runs: a run's latency (usec per transfer) follows its doorbells' mean time (usec per rsend, both"
+	echo " sides) closely, so the guest's run-to-run variance is mostly the kernel's soft-RoCE work; fitted over every run"
+	echo " of the mode, latency = a + slope x doorbell (corr: the correlation); ours-up: median over rounds of"
+	echo " (ours - slope x its doorbell) - (upstream - slope x its doorbell), usec per transfer, and its range; ratio:"
+	echo " (upstream's median latency + that) / upstream's median latency, what the libraries' own time adds)"
+	rm -f "$out" "$out.lat"
 fi
