@@ -6,9 +6,11 @@
  *   recv_data   an rrecv that returned data
  *   recv_none   an rrecv that returned nothing (EAGAIN, end of file)
  *   poll_ready  an rpoll that reported an event
- *   doorbell    a write(2) made inside an rsend by the same thread: the
- *               send's doorbell, the system call in which soft-RoCE does
- *               the message's protocol work
+ *   doorbell    the first write(2) made inside an rsend by the same
+ *               thread: the send's doorbell, the system call in which
+ *               soft-RoCE does the message's protocol work (a later one in
+ *               the same rsend, such as a credit update posted after the
+ *               data, is not the data's doorbell)
  * Times come from the time-stamp counter read around each call, converted
  * to nanoseconds with the counter's rate over the whole process (measured
  * against CLOCK_MONOTONIC from load to exit). At exit one line is appended
@@ -70,7 +72,8 @@ __attribute__((destructor)) static void calltime_report(void)
 	fclose(f);
 }
 
-/* Set inside rsend: a write then is the send's doorbell (libibverbs' command to the kernel). */
+/* Set inside rsend until its first write: that write is the send's doorbell
+ * (libibverbs' command to the kernel). */
 static __thread int in_send;
 
 static void count(int kind, unsigned long long t0)
@@ -116,7 +119,9 @@ ssize_t write(int fd, const void *buf, size_t len)
 	unsigned long long t0 = __rdtsc();
 	ssize_t r = real_write(fd, buf, len);
 
-	if (in_send)
+	if (in_send) {
+		in_send = 0;
 		count(DOORBELL, t0);
+	}
 	return r;
 }

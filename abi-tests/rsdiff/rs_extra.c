@@ -25,6 +25,13 @@
  *                    plain poll(2) within 1 s, with no library call on the
  *                    socket (the progress engine takes the socket over,
  *                    though the loop's calls no longer wake it one by one)
+ *   credits-away     the sender uses all its credits (one-byte messages, one
+ *                    per receive of the peer's queue); the receiver takes
+ *                    them all in one rrecv (a credit update is then due and
+ *                    nothing is left to read) and makes no call on the
+ *                    socket after: the sender still gets that update (the
+ *                    progress engine sends it once the receiver stays away)
+ *                    and can send a whole queue's worth more
  *   cycles           1000 connect / 1 KiB exchange / close cycles from 8
  *                    threads against one listener: no failure, no hang, no
  *                    descriptor or CM id left behind
@@ -585,6 +592,65 @@ static void c_high_fd(void)
 	(void)n;
 }
 
+/* ---- credits-away ---- */
+
+static void c_credits_away(void)
+{
+	int l, srv, cli, rq = 0, more = 0;
+	socklen_t len = sizeof rq;
+	static char b[4096];
+	double last;
+	ssize_t got;
+
+	if (pair(7490, &l, &srv, &cli)) {
+		fail("no connection (errno %d)", errno);
+		return;
+	}
+	if (rgetsockopt(srv, SOL_RDMA, RDMA_RQSIZE, &rq, &len) || rq < 4 || rq > (int)sizeof b) {
+		fail("receive queue size %d (errno %d)", rq, errno);
+		return;
+	}
+	/* the sender's whole allowance: one message per receive of srv's queue */
+	for (int i = 0; i < rq; i++)
+		if (rsend(cli, "c", 1, 0) != 1) {
+			fail("send %d of the first %d failed (errno %d)", i, rq, errno);
+			return;
+		}
+	usleep(300000);
+	/* one receive takes them all: a credit update is due, nothing is left */
+	got = rrecv(srv, b, rq, 0);
+	if (got != rq) {
+		fail("one rrecv took %zd of the %d bytes sent 300 ms before (errno %d)", got, rq, errno);
+		return;
+	}
+	/* srv makes no call from here on: the sender can send only once that
+	 * update reaches it (then a whole queue's worth) */
+	last = now_ms();
+	while (now_ms() - last < 1000 && more < 2 * rq) {
+		ssize_t r = rsend(cli, "c", 1, MSG_DONTWAIT);
+
+		if (r == 1) {
+			more++;
+			last = now_ms();
+		} else if (r < 0 && errno == EAGAIN) {
+			usleep(1000);
+		} else {
+			fail("send after the first %d: %zd (errno %d)", rq, r, errno);
+			return;
+		}
+	}
+	printf("# receive queue %d: %d more sent after the receiver took the first %d and stayed away\n", rq, more,
+	       rq);
+	if (more < rq)
+		fail("only %d more messages could be sent (the receiver's queue is %d): its credit update did not come",
+		     more, rq);
+	if (more > rq)
+		fail("%d more messages could be sent: more than the receiver's queue of %d", more, rq);
+	rclose(cli);
+	rclose(srv);
+	rclose(l);
+}
+
 /* ---- cycles ---- */
 
 #define THREADS 8
@@ -708,7 +774,7 @@ static const struct rscase cases[] = {
 	{ "plain-poll", c_plain_poll, 60 },	    { "close-bounded", c_close_bounded, 60 },
 	{ "unaccepted-freed", c_unaccepted_freed, 60 }, { "accept-parallel", c_accept_parallel, 60 },
 	{ "high-fd", c_high_fd, 60 },		    { "repoll-away", c_repoll_away, 60 },
-	{ "cycles", c_cycles, 240 },
+	{ "credits-away", c_credits_away, 60 },	    { "cycles", c_cycles, 240 },
 };
 
 int main(int argc, char **argv)

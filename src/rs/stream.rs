@@ -449,13 +449,13 @@ impl Conn {
         self.post(&mut [], None, 0, 0, 0, wire::imm(wire::OP_CTRL, wire::CTRL_KEEPALIVE) as u64)
     }
 
-    /// Send a credit update when one is due.
+    /// Send a credit update when one is due; whether one was posted.
     #[inline]
-    pub fn send_credits(&mut self) -> Result<()> {
+    pub fn send_credits(&mut self) -> Result<bool> {
         if !self.flow.credit_due() {
-            return Ok(());
+            return Ok(false);
         }
-        self.post_credit_update()
+        self.post_credit_update().map(|()| true)
     }
 
     /// The credit update [`send_credits`](Self::send_credits) found due.

@@ -4,7 +4,8 @@
 #  1. build/abi-tests/rs_extra (abi-tests/rsdiff/rs_extra.c): descriptors in
 #     plain poll/epoll/select, bounded close after the peer was killed,
 #     unaccepted connections freed with their listener, accepts not held up
-#     by a stuck handshake, descriptors above 65535, 1000 connect/exchange/
+#     by a stuck handshake, descriptors above 65535, a credit update that
+#     reaches the sender while the receiver makes no call, 1000 connect/exchange/
 #     close cycles from 8 threads with nothing left behind;
 #  2. riostream (and, on request, rstream and rcopy; below) under valgrind with
 #     our library: the exchange succeeds and valgrind reports no invalid
