@@ -277,11 +277,6 @@ fn recv_fast(g: &mut Inner, buf: &mut [u8], nonblock: bool) -> Fast {
     if !c.has_data() {
         let p = c.poll_lazy(true);
         if !p.polled {
-            // Nothing completed: a credit update left due by an earlier
-            // receive goes now (`socket::credits_after_consume`).
-            if socket::credits(g) {
-                g.stale = true;
-            }
             return if nonblock { Fast::Nothing } else { Fast::Slow };
         }
         // The state changed, or no data came: as the general path would.
@@ -301,7 +296,7 @@ fn recv_fast(g: &mut Inner, buf: &mut [u8], nonblock: bool) -> Fast {
     }
     let Some(c) = g.conn.as_mut() else { return Fast::Slow };
     let n = c.recv_one(buf);
-    socket::credits_after_consume(g);
+    socket::credits(g);
     Fast::Took(n)
 }
 
@@ -350,7 +345,7 @@ fn recv_locked<'a>(s: &'a RSocket, g: Guard<'a>, dst: &mut [IoSliceMut], flags: 
                 let n = c.recv_into(rest, peek);
                 got += n;
                 rest = skip(rest, n);
-                socket::credits_after_consume(&mut g);
+                socket::credits(&mut g);
                 if !waitall || got == want || peek || !g.rd {
                     return ((g, Ok(got)), false);
                 }
@@ -397,9 +392,6 @@ fn skip<'a, 'b>(dst: &'a mut [IoSliceMut<'b>], mut n: usize) -> &'a mut [IoSlice
 #[inline(always)]
 pub fn send(s: &Call, src: &[IoSlice], flags: i32) -> Result<usize> {
     let (mut g, r) = send_locked(s, s.lock(), src, flags);
-    // After this send's data: a credit update a receive left due
-    // (`socket::credits_after_consume`).
-    socket::credits(&mut g);
     s.show_at_exit(&mut g);
     r
 }

@@ -772,9 +772,12 @@ fn progress_with(g: &mut Inner, exact: bool) -> bool {
     let Some(c) = g.conn.as_mut() else { return false };
     let p = if exact { c.poll(connected) } else { c.poll_lazy(connected) };
     if !p.polled && !exact {
-        // A data call found nothing: nothing changed, unless a credit update
-        // that consuming data left due goes now (`credits_after_consume`).
-        return credits(g);
+        // A data call found nothing: nothing changed, and no credit update
+        // became due since the last look (every call that consumes data, and
+        // every poll that finds completions, looks for one before it lets
+        // the lock go; the first one, for the ring's second half, went out
+        // when the connection was established: `engine::established`).
+        return false;
     }
     apply_polled(g, p, connected);
     true
@@ -830,39 +833,16 @@ fn apply_news(g: &mut Inner, p: Polled, connected: bool) {
     }
 }
 
-/// Send a credit update if one is due (data was consumed); whether one
-/// went, or the connection failed (the socket's state changed).
+/// Send a credit update if one is due (data was consumed).
 #[inline(always)]
-pub fn credits(g: &mut Inner) -> bool {
+pub fn credits(g: &mut Inner) {
     if g.phase == Phase::Connected {
         if let Some(c) = g.conn.as_mut() {
-            match c.send_credits() {
-                Ok(sent) => return sent,
-                Err(Error::Errno(e)) => {
-                    g.phase = Phase::Error;
-                    g.err = e;
-                    return true;
-                }
-                Err(_) => {}
+            if let Err(Error::Errno(e)) = c.send_credits() {
+                g.phase = Phase::Error;
+                g.err = e;
             }
         }
-    }
-    false
-}
-
-/// After a receive consumed data: the credit update that may now be due
-/// goes at once only while data is still queued (the next receive takes it
-/// without polling the completions first). Otherwise it goes at the
-/// socket's next poll of its completions (a receive or `rpoll` that finds
-/// nothing included), its next send (after that send's data), before a
-/// thread sleeps on it, or at the engine's hand-off once the application
-/// stays away: so a reply sent right after a receive is not held up behind
-/// the update's doorbell (as upstream, whose update goes at the next poll
-/// of the completions). Half the credits are still the peer's meanwhile.
-#[inline(always)]
-pub fn credits_after_consume(g: &mut Inner) {
-    if g.conn.as_ref().is_some_and(|c| c.has_data()) {
-        credits(g);
     }
 }
 
@@ -873,9 +853,6 @@ pub fn credits_after_consume(g: &mut Inner) {
 /// in flight) so that the engine hears of the next completion; poll
 /// whenever something may have completed unheard.
 pub fn settle(g: &mut Inner, events: bool) {
-    // A credit update a receive left due (`credits_after_consume`): the
-    // application went away without polling or sending again.
-    credits(g);
     let Some(c) = g.conn.as_mut() else { return };
     // Sends not idle: their completions may wait in the CQ unpolled (the
     // data calls poll it lazily), and the engine decides on them.
@@ -901,9 +878,6 @@ pub fn arm_for_wait(g: &mut Inner, send: bool) -> Option<(i32, bool)> {
     if g.phase != Phase::Connected && !g.closing {
         return None;
     }
-    // A credit update a receive left due goes before the thread sleeps
-    // (`credits_after_consume`): the peer may be waiting for it.
-    credits(g);
     let c = g.conn.as_mut()?;
     if c.event_unread {
         // The event a sleeper woke for (see `api::sleep`).

@@ -449,13 +449,13 @@ impl Conn {
         self.post(&mut [], None, 0, 0, 0, wire::imm(wire::OP_CTRL, wire::CTRL_KEEPALIVE) as u64)
     }
 
-    /// Send a credit update when one is due; whether one was posted.
+    /// Send a credit update when one is due.
     #[inline]
-    pub fn send_credits(&mut self) -> Result<bool> {
+    pub fn send_credits(&mut self) -> Result<()> {
         if !self.flow.credit_due() {
-            return Ok(false);
+            return Ok(());
         }
-        self.post_credit_update().map(|()| true)
+        self.post_credit_update()
     }
 
     /// The credit update [`send_credits`](Self::send_credits) found due.
