@@ -29,9 +29,10 @@
  *                    per receive of the peer's queue); the receiver takes
  *                    them all in one rrecv (a credit update is then due and
  *                    nothing is left to read) and makes no call on the
- *                    socket after: the sender still gets that update (the
- *                    progress engine sends it once the receiver stays away)
- *                    and can send a whole queue's worth more
+ *                    socket after: the sender still gets that update and
+ *                    can send a whole queue's worth more (a guard for any
+ *                    change that delays the update past the receive: the
+ *                    receiver's next call may never come)
  *   cycles           1000 connect / 1 KiB exchange / close cycles from 8
  *                    threads against one listener: no failure, no hang, no
  *                    descriptor or CM id left behind
