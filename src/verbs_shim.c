@@ -65,27 +65,6 @@ int rdmacm_shim_port_info(struct ibv_context *ctx, uint8_t port, uint32_t *activ
 	return 0;
 }
 
-/* The data path of rsockets: inline dispatchers of <infiniband/verbs.h>. */
-int rdmacm_shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-	return ibv_post_send(qp, wr, bad);
-}
-
-int rdmacm_shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	return ibv_post_recv(qp, wr, bad);
-}
-
-int rdmacm_shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	return ibv_poll_cq(cq, n, wc);
-}
-
-int rdmacm_shim_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	return ibv_req_notify_cq(cq, solicited_only);
-}
-
 struct ibv_mr *rdmacm_shim_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	return ibv_reg_mr(pd, addr, length, access);

@@ -99,6 +99,8 @@ int main(void)
 	F(ibv_device_attr, phys_port_cnt);
 	/* Prefix mirrors (read through pointers only): fields, no size. */
 	F(ibv_context, device);
+	F(ibv_context, ops.poll_cq); F(ibv_context, ops.req_notify_cq);
+	F(ibv_context, ops.post_send); F(ibv_context, ops.post_recv);
 	/* libibverbs structs passed through rdma_create_qp(_ex), rdma_create_srq(_ex),
 	 * rdma_init_qp_attr and the ECE calls. */
 	S(ibv_qp_cap);

@@ -53,6 +53,21 @@ pub struct ibv_device {
 #[repr(C)]
 pub struct ibv_context {
     pub device: *mut ibv_device,
+    pub ops: ibv_context_ops,
+}
+
+/// `struct ibv_context_ops` (prefix mirror, up to `post_recv`): the
+/// provider's data-path entries, which `<infiniband/verbs.h>`'s inline
+/// `ibv_poll_cq`, `ibv_req_notify_cq`, `ibv_post_send` and `ibv_post_recv`
+/// call through (`src/verbs.rs` does the same).
+#[repr(C)]
+pub struct ibv_context_ops {
+    _before_poll_cq: [*mut c_void; 11],
+    pub poll_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int>,
+    pub req_notify_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int>,
+    _before_post_send: [*mut c_void; 12],
+    pub post_send: Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int>,
+    pub post_recv: Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int>,
 }
 
 /// `struct ibv_pd` (prefix mirror).

@@ -233,7 +233,7 @@ impl DgQp {
         };
         let mut bad = std::ptr::null_mut();
         // SAFETY: our live QP; the SGEs lie in our registered region.
-        match unsafe { verbs::rdmacm_shim_post_recv(self.qp, &mut wr, &mut bad) } {
+        match unsafe { verbs::post_recv(self.qp, &mut wr, &mut bad) } {
             0 => Ok(()),
             e => Err(Error::Errno(e)),
         }
@@ -276,7 +276,7 @@ impl DgQp {
         let mut bad = std::ptr::null_mut();
         // SAFETY: our live QP; the SGE lies in our registered region; the AH
         // is live (the caller owns it).
-        match unsafe { verbs::rdmacm_shim_post_send(self.qp, &mut wr, &mut bad) } {
+        match unsafe { verbs::post_send(self.qp, &mut wr, &mut bad) } {
             0 => Ok(true),
             e => {
                 self.free.push(slot);
@@ -297,7 +297,7 @@ impl DgQp {
             loop {
                 let base = wcs.as_mut_ptr() as *mut ibv_wc;
                 // SAFETY: our live CQ; room for POLL_BATCH completions.
-                let n = unsafe { verbs::rdmacm_shim_poll_cq(cq, POLL_BATCH as i32, base) };
+                let n = unsafe { verbs::poll_cq(cq, POLL_BATCH as i32, base) };
                 if n <= 0 {
                     break;
                 }
@@ -362,13 +362,13 @@ impl DgQp {
         let mut newly = false;
         if !self.r_armed {
             // SAFETY: our live CQ.
-            unsafe { verbs::rdmacm_shim_req_notify_cq(self.res().rcq.cq, 0) };
+            unsafe { verbs::req_notify_cq(self.res().rcq.cq, 0) };
             self.r_armed = true;
             newly = true;
         }
         if send && !self.s_armed {
             // SAFETY: our live CQ.
-            unsafe { verbs::rdmacm_shim_req_notify_cq(self.res().scq.cq, 0) };
+            unsafe { verbs::req_notify_cq(self.res().scq.cq, 0) };
             self.s_armed = true;
             newly = true;
         }

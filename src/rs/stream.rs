@@ -371,7 +371,7 @@ impl Conn {
     unsafe fn post_recv_list(&mut self, first: *mut ibv_recv_wr) -> Result<()> {
         let mut bad = std::ptr::null_mut();
         // SAFETY: our live QP; the chain as the caller promises.
-        match unsafe { verbs::rdmacm_shim_post_recv(self.qp, first, &mut bad) } {
+        match unsafe { verbs::post_recv(self.qp, first, &mut bad) } {
             0 => Ok(()),
             e => Err(Error::Errno(e)),
         }
@@ -426,7 +426,7 @@ impl Conn {
         let mut bad = std::ptr::null_mut();
         // SAFETY: our live QP; the SGEs point into registered regions or
         // (inline) into memory valid for the call.
-        match unsafe { verbs::rdmacm_shim_post_send(self.qp, &mut wr, &mut bad) } {
+        match unsafe { verbs::post_send(self.qp, &mut wr, &mut bad) } {
             0 => Ok(()),
             e => Err(Error::Errno(e)),
         }
@@ -714,13 +714,13 @@ impl Conn {
         let mut newly = false;
         if !self.r_armed {
             // SAFETY: our live CQ.
-            unsafe { verbs::rdmacm_shim_req_notify_cq(self.rcq.cq, 0) };
+            unsafe { verbs::req_notify_cq(self.rcq.cq, 0) };
             self.r_armed = true;
             newly = true;
         }
         if send && !self.s_armed {
             // SAFETY: our live CQ.
-            unsafe { verbs::rdmacm_shim_req_notify_cq(self.scq.cq, 0) };
+            unsafe { verbs::req_notify_cq(self.scq.cq, 0) };
             self.s_armed = true;
             newly = true;
         }
@@ -791,7 +791,7 @@ impl Conn {
         let mut wcs = std::mem::MaybeUninit::<[ibv_wc; POLL_BATCH]>::uninit();
         let base = wcs.as_mut_ptr() as *mut ibv_wc;
         // SAFETY: our live CQ; room for POLL_BATCH completions.
-        let n = unsafe { verbs::rdmacm_shim_poll_cq(self.rcq.cq, POLL_BATCH as i32, base) };
+        let n = unsafe { verbs::poll_cq(self.rcq.cq, POLL_BATCH as i32, base) };
         if n <= 0 && !sends {
             // Nothing (the call that finds nothing: kept short).
             return Polled::default();
@@ -813,7 +813,7 @@ impl Conn {
                     break;
                 }
                 // SAFETY: our live CQ; room for POLL_BATCH completions.
-                n = unsafe { verbs::rdmacm_shim_poll_cq(cq, POLL_BATCH as i32, wcs) };
+                n = unsafe { verbs::poll_cq(cq, POLL_BATCH as i32, wcs) };
             }
             while n > 0 {
                 self.epoch += n as u64;
@@ -829,7 +829,7 @@ impl Conn {
                     break;
                 }
                 // SAFETY: as above.
-                n = unsafe { verbs::rdmacm_shim_poll_cq(cq, POLL_BATCH as i32, wcs) };
+                n = unsafe { verbs::poll_cq(cq, POLL_BATCH as i32, wcs) };
             }
         }
         if connected && !p.has(Polled::VIOLATION) {
