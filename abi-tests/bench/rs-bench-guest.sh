@@ -29,6 +29,16 @@
 #     message's work): a run's latency follows that time closely, so ours -
 #     upstream with the doorbells' part taken out is printed as well (what
 #     the libraries' own time adds, without the guest's run-to-run noise).
+#  4. what each call touches (build/bench/rs_marks.so preloaded into the
+#     rs_bench client under valgrind's lackey, rs_footprint reading the
+#     trace; the client's own thread only): distinct 64-byte code and data
+#     lines, and the jumps that land on another 4 KiB page, per rsend, rrecv
+#     and rpoll of the non-blocking and rpoll-first 64-byte round trips.
+#     Exact and repeatable, unlike part 3's times; under qemu's emulation
+#     (this guest) a jump to another page, a call to another function and a
+#     return each go through the emulator's lookup of the translated code,
+#     which costs tens of ns, so this is where part 3's differences come from.
+# PARTS (default 1234) picks the parts to run.
 set -uo pipefail
 L=$PWD/build
 ROUNDS=${ROUNDS:-7}
@@ -58,6 +68,10 @@ one() { # lib(ours|upstream|tcp) args -> the value of rstream's last column pair
 	wait "$spid" 2>/dev/null
 	echo "$out"
 }
+# PARTS: which parts to run (default all: 1234).
+PARTS=${PARTS:-1234}
+part() { [[ $PARTS == *$1* ]]; }
+if part 1; then
 # Each measurement runs the two libraries one right after the other, the
 # first of them alternating from round to round (a slot's own bias, such
 # as following the other library's run or coming first, cancels over the
@@ -108,9 +122,10 @@ echo " their range; latency: 64-byte ping-pong, usec per transfer; bandwidth: 1 
 echo " under qemu TCG, soft-RoCE; TCP: rstream -T s, the kernel's TCP to the same local address, for context)"
 echo " per-round latency, non-blocking: upstream ${vals[lat.nb.upstream]}/ ours ${vals[lat.nb.ours]}"
 echo " per-round bandwidth, non-blocking: upstream ${vals[bw.nb.upstream]}/ ours ${vals[bw.nb.ours]}"
+fi
 
 # 2. instructions per step
-if command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
+if part 2 && command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 	B=$PWD/build/bench/rs_bench
 	# Inclusive instructions of the exported calls (rsend, rrecv, rpoll)
 	# in a callgrind file, as "name=count" words.
@@ -188,7 +203,7 @@ fi
 
 # 3. wall time inside each call
 T=$PWD/build/bench/rs_calltime.so
-if [ -f "$T" ]; then
+if part 3 && [ -f "$T" ]; then
 	out=$(mktemp /tmp/calltime.XXXXXX)
 	for ((r = 0; r < ROUNDS; r++)); do
 		if ((r % 2)); then order="ours upstream"; else order="upstream ours"; fi
@@ -257,4 +272,45 @@ if [ -f "$T" ]; then
 	echo " (ours - slope x its doorbell) - (upstream - slope x its doorbell), usec per transfer, and its range; ratio:"
 	echo " (upstream's median latency + that) / upstream's median latency, what the libraries' own time adds)"
 	rm -f "$out" "$out.lat"
+fi
+
+# 4. code and memory each call touches
+M=$PWD/build/bench/rs_marks.so F=$PWD/build/bench/rs_footprint B=$PWD/build/bench/rs_bench
+if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/dev/null; then
+	out=$(mktemp -d /tmp/footprint.XXXXXX)
+	for lib in upstream ours; do
+		env=X=1; [ $lib = ours ] && env=LD_LIBRARY_PATH=$L
+		env "$env" "$B" server 7998 >/dev/null 2>&1 &
+		spid=$!
+		wait_listen 7998
+		for st in latnb latpoll; do
+			env "$env" LD_PRELOAD="$M" valgrind --tool=lackey --trace-mem=yes --trace-sched=yes --log-fd=9 \
+				"$B" client 192.0.2.1 7998 $st 300 64 9>&1 >/dev/null 2>/dev/null | "$F" >"$out/$lib.$st"
+		done
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+	done
+	fp() { # lib step kind -> "code/data/cross-page" (means per call)
+		awk -v k="$3" '$1 == k { printf "%.0f/%.0f/%.0f", $3, $4, $8 }' "$out/$1.$2"
+	}
+	# per round trip: the sum over the kinds that did something (not the
+	# calls that found nothing, which only wait) of calls x mean, / 300
+	rt() { # lib step
+		awk '$1 !~ /_none$/ { c += $2 * $3; d += $2 * $4; x += $2 * $8 } END { if (NR) printf "%.0f/%.0f/%.0f", c / 300, d / 300, x / 300 }' "$out/$1.$2"
+	}
+	echo
+	printf '%-40s %16s %16s\n' "touched per call (code/data/cross-page)" upstream rdmacm-rs
+	for row in "latnb send:rsend, non-blocking" "latnb recv_data:rrecv with data, non-blocking" \
+		"latnb recv_none:rrecv finding nothing" "latpoll poll_ready:rpoll with an event, rpoll first" \
+		"latpoll recv_data:rrecv with data, rpoll first" "latpoll send:rsend, rpoll first"; do
+		key=${row%%:*}
+		printf '%-40s %16s %16s\n' "${row#*:}" "$(fp upstream $key)" "$(fp ours $key)"
+	done
+	printf '%-40s %16s %16s\n' "round trip, non-blocking" "$(rt upstream latnb)" "$(rt ours latnb)"
+	printf '%-40s %16s %16s\n' "round trip, rpoll first" "$(rt upstream latpoll)" "$(rt ours latpoll)"
+	echo "(rs_bench client, 300 64-byte round trips, under valgrind --tool=lackey with build/bench/rs_marks.so: per call,"
+	echo " the distinct 64-byte code lines, data lines and jumps to another 4 KiB page the client's thread made inside"
+	echo " it, averaged over the calls (a round trip: its calls but those that found nothing); the server runs the same"
+	echo " library)"
+	rm -rf "$out"
 fi
