@@ -37,7 +37,7 @@
 #     Exact and repeatable, unlike part 3's times; under qemu's emulation
 #     (this guest) a jump to another page, a call to another function and a
 #     return each go through the emulator's lookup of the translated code,
-#     which costs tens of ns, so this is where part 3's differences come from.
+#     which costs tens of ns, the likely source of part 3's differences.
 # PARTS (default 1234) picks the parts to run.
 set -uo pipefail
 L=$PWD/build
