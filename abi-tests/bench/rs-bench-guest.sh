@@ -68,7 +68,6 @@ one() { # lib(ours|upstream|tcp) args -> the value of rstream's last column pair
 	wait "$spid" 2>/dev/null
 	echo "$out"
 }
-# PARTS: which parts to run (default all: 1234).
 PARTS=${PARTS:-1234}
 part() { [[ $PARTS == *$1* ]]; }
 if part 1; then
