@@ -53,7 +53,7 @@ lib: $(B)/librdmacm.so.1
 # The staticlib alone (not with the rlib that Cargo.toml also names for the
 # unit tests): then LTO keeps external only the C exports, and the Rust
 # functions and statics are reached directly instead of through the GOT
-# (README, "Speed").
+# (docs/speed.md, "Connection manager and address translation").
 $(STATIC): $(RUST_SRC)
 	RDMACM_REQUIRE_LAYOUT=$${RDMACM_REQUIRE_LAYOUT:-1} CARGO_TARGET_DIR=$(STATIC_DIR) $(CARGO) rustc --release --quiet --lib --crate-type staticlib
 
