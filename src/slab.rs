@@ -303,48 +303,34 @@ impl Slab {
     }
 }
 
-/// Chunks are mapped this many at a time: one `mmap` of `BATCH + 1`
-/// chunks' length holds `BATCH` aligned ones, the unaligned rest left
-/// mapped and unused (untouched pages cost no memory). A process's first
-/// id needs two chunks (its id and its channel), which then cost one
-/// system call instead of five.
-const BATCH: usize = 4;
-
-/// Aligned chunks mapped and not handed out yet: the next one and the end.
-static RESERVE: Mutex<(usize, usize)> = Mutex::new((0, 0));
-
 /// CHUNK bytes aligned to CHUNK, mapped directly (never unmapped).
 fn map_chunk() -> Result<NonNull<u8>> {
-    let mut r = RESERVE.lock().unwrap_or_else(|e| e.into_inner());
-    if r.0 == 0 || r.1 - r.0 < CHUNK {
-        // A batch, or, when that much cannot be mapped, one chunk.
-        *r = map_aligned(BATCH).or_else(|_| map_aligned(1))?;
-    }
-    let c = r.0;
-    r.0 += CHUNK;
-    NonNull::new(c as *mut u8).ok_or(Error::NOMEM)
-}
-
-/// Map `n + 1` chunks' length: the first CHUNK-aligned address in it and
-/// the end of the `n` aligned chunks from there.
-fn map_aligned(n: usize) -> Result<(usize, usize)> {
-    // SAFETY: an anonymous private mapping, never unmapped.
-    let m = unsafe {
-        libc::mmap(
+    // SAFETY: an anonymous private mapping; the parts outside the aligned
+    // CHUNK are unmapped at once.
+    unsafe {
+        let len = 2 * CHUNK;
+        let m = libc::mmap(
             std::ptr::null_mut(),
-            (n + 1) * CHUNK,
+            len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
-        )
-    };
-    if m == libc::MAP_FAILED {
-        return Err(Error::NOMEM);
+        );
+        if m == libc::MAP_FAILED {
+            return Err(Error::NOMEM);
+        }
+        let start = m as usize;
+        let base = start.next_multiple_of(CHUNK);
+        if base > start {
+            libc::munmap(m, base - start);
+        }
+        let end = start + len;
+        if end > base + CHUNK {
+            libc::munmap((base + CHUNK) as *mut libc::c_void, end - base - CHUNK);
+        }
+        NonNull::new(base as *mut u8).ok_or(Error::NOMEM)
     }
-    let base = (m as usize).next_multiple_of(CHUNK);
-    // base - m < CHUNK: the n chunks from base lie inside the mapping.
-    Ok((base, base + n * CHUNK))
 }
 
 #[cfg(test)]
