@@ -51,6 +51,7 @@ bash abi-tests/vm/setup.sh >/dev/null
 cc -O2 -o "$out/cm_bench" abi-tests/bench/cm_bench.c -lpthread
 cc -O2 -o "$out/rs_bench" abi-tests/bench/rs_bench.c -lrdmacm
 cc -O2 -shared -fPIC -o "$out/rs_calltime.so" abi-tests/bench/rs_calltime.c -ldl
+cc -O2 -shared -fPIC -o "$out/rs_bwtime.so" abi-tests/bench/rs_bwtime.c -ldl
 cc -O2 -shared -fPIC -o "$out/rs_marks.so" abi-tests/bench/rs_marks.c -ldl
 cc -O2 -o "$out/rs_footprint" abi-tests/bench/rs_footprint.c
 cc -O2 -o "$out/cputime" abi-tests/bench/cputime.c

@@ -38,7 +38,18 @@
 #     (this guest) a jump to another page, a call to another function and a
 #     return each go through the emulator's lookup of the translated code,
 #     which costs tens of ns, the likely source of part 3's differences.
-# PARTS (default 1234) picks the parts to run.
+#  5. where a bandwidth run's time goes (build/bench/rs_bwtime.so preloaded
+#     into both rstream processes of part 1's bandwidth runs, non-blocking
+#     and -T a, ROUNDS interleaved rounds): per run, both processes
+#     together, the time in the sends' doorbells (the writes to the kernel
+#     in which soft-RoCE moves the data), in the sends besides them (the
+#     copy into the send ring, posting), in the receives that returned data
+#     besides their credit doorbells (the copy out of the ring, polling,
+#     reposting), in the credit doorbells, in the receives that found
+#     nothing (waiting), and the processes' CPU time and involuntary
+#     switches; medians, the median over rounds of ours - upstream and in
+#     how many rounds ours was the larger.
+# PARTS (default 12345) picks the parts to run.
 set -uo pipefail
 L=$PWD/build
 ROUNDS=${ROUNDS:-7}
@@ -68,7 +79,7 @@ one() { # lib(ours|upstream|tcp) args -> the value of rstream's last column pair
 	wait "$spid" 2>/dev/null
 	echo "$out"
 }
-PARTS=${PARTS:-1234}
+PARTS=${PARTS:-12345}
 part() { [[ $PARTS == *$1* ]]; }
 if part 1; then
 # Each measurement runs the two libraries one right after the other, the
@@ -312,4 +323,58 @@ if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/
 	echo " it, averaged over the calls (a round trip: its calls but those that found nothing); the server runs the same"
 	echo " library)"
 	rm -rf "$out"
+fi
+
+# 5. where a bandwidth run's time goes
+W=$PWD/build/bench/rs_bwtime.so
+if part 5 && [ -f "$W" ]; then
+	out=$(mktemp /tmp/bwtime.XXXXXX)
+	for ((r = 0; r < ROUNDS; r++)); do
+		if ((r % 2)); then order="ours upstream"; else order="upstream ours"; fi
+		for mode in nb a; do
+			m=(); [ $mode != nb ] && m=(-T $mode)
+			for lib in $order; do
+				ONE_ENV=(LD_PRELOAD="$W" RS_BWTIME_OUT="$out" RS_BWTIME_TAG="$r $lib $mode")
+				v=$(one $lib -S 1048576 -C 40 "${m[@]}" | awk '$NF > 0 { printf "%.4f", 1048576 * 8 / ($NF * 1000) }')
+				echo "$r $lib $mode bw $v" >> "$out.bw"
+			done
+		done
+	done
+	ONE_ENV=()
+	# per run (round, library, mode): the two processes' sums of each row
+	rows=$(awk '
+		{ key = $1 " " $2 " " $3; for (i = 4; i < NF; i++) v[$i] = $(i + 1)
+		  d[key] += v["data_ms"] / 2; db[key] += v["w_send"]; so[key] += v["send_ok"] + v["send_again"] - v["w_send"]
+		  rd[key] += v["recv_data"] - v["w_recv"]; cr[key] += v["w_recv"]; rn[key] += v["recv_none"]
+		  u[key] += v["utime"]; s[key] += v["stime"]; n[key]++
+		  for (i = 4; i < NF; i++) if ($i == "nivcsw") iv[key] += $(i + 1) }
+		END { for (k in d) if (n[k] == 2) print k, d[k], db[k], so[k], rd[k], cr[k], rn[k], u[k], s[k], iv[k] }' "$out")
+	echo
+	printf '%-44s %9s %9s %9s %7s\n' "bandwidth run, ms per run (both processes)" upstream rdmacm-rs "ours-up" "ours>up"
+	for mode in nb a; do
+		echo "$([ $mode = nb ] && echo "non-blocking (default)" || echo "rpoll (-T a)"):"
+		c=4
+		for row in "data phase (a process's)" "sends: their doorbells" "sends: the rest (copy in, post)" \
+			"receives with data: copy out, poll, repost" "receives: credit doorbells" "receives finding nothing (waiting)" \
+			"CPU time, user" "CPU time, system" "involuntary context switches"; do
+			printf '%-44s %9s %9s %9s %7s\n' "  $row" \
+				"$(echo "$rows" | awk -v m=$mode -v c=$c '$2 == "upstream" && $3 == m { print $c }' | med | awk '{ printf "%.0f", $1 }')" \
+				"$(echo "$rows" | awk -v m=$mode -v c=$c '$2 == "ours" && $3 == m { print $c }' | med | awk '{ printf "%.0f", $1 }')" \
+				"$(echo "$rows" | awk -v m=$mode -v c=$c '$3 == m { x[$1 " " $2] = $c } END { for (k in x) if (k ~ / ours$/) { r = k; sub(/ ours$/, "", r); if ((r " upstream") in x) print x[k] - x[r " upstream"] } }' | med | awk '{ printf "%+.0f", $1 }')" \
+				"$(echo "$rows" | awk -v m=$mode -v c=$c '$3 == m { x[$1 " " $2] = $c } END { for (k in x) if (k ~ / ours$/) { r = k; sub(/ ours$/, "", r); if ((r " upstream") in x) { n++; if (x[k] > x[r " upstream"]) a++ } } printf "%d/%d", a, n }')"
+			c=$((c + 1))
+		done
+		printf '%-44s %9s %9s %9s %7s\n' "  bandwidth Gb/s (ratio: median of rounds)" \
+			"$(awk -v m=$mode '$2 == "upstream" && $3 == m { print $5 }' "$out.bw" | med | awk '{ printf "%.4f", $1 }')" \
+			"$(awk -v m=$mode '$2 == "ours" && $3 == m { print $5 }' "$out.bw" | med | awk '{ printf "%.4f", $1 }')" \
+			"$(awk -v m=$mode '$3 == m && $5 > 0 { x[$1 " " $2] = $5 } END { for (k in x) if (k ~ / ours$/) { r = k; sub(/ ours$/, "", r); if ((r " upstream") in x) print x[k] / x[r " upstream"] } }' "$out.bw" | med | awk '{ printf "%.3fx", $1 }')" \
+			"$(awk -v m=$mode '$3 == m && $5 > 0 { x[$1 " " $2] = $5 } END { for (k in x) if (k ~ / ours$/) { r = k; sub(/ ours$/, "", r); if ((r " upstream") in x) { n++; if (x[k] > x[r " upstream"]) a++ } } printf "%d/%d", a, n }' "$out.bw")"
+	done
+	echo "(rstream -S 1048576 -C 40, both processes with build/bench/rs_bwtime.so preloaded, $ROUNDS interleaved rounds;"
+	echo " a run's row: the sum over its two processes (the data phase: their mean); medians over rounds, ours-up: the"
+	echo " median over rounds of the difference, ours>up: the rounds where ours was the larger (for the bandwidth: the"
+	echo " faster); a process's data phase runs from its first 1 MiB call to its exit; a send's or receive's write(2) is"
+	echo " libibverbs' doorbell, in which the kernel's soft-RoCE does the work; with -T a, upstream posts its credit updates"
+	echo " from rpoll, outside the rows)"
+	rm -f "$out" "$out.bw"
 fi
