@@ -91,36 +91,39 @@ static void count(int kind, unsigned long long t0)
 	__atomic_fetch_add(&calls[kind], 1, __ATOMIC_RELAXED);
 }
 
-ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+/* The start of an rsend (1) or rrecv (2) of len bytes. */
+static unsigned long long begin(int where, size_t len)
 {
 	unsigned long long t0 = __rdtsc();
-	ssize_t r;
 
 	if (!data_tsc && len >= 4096)
 		data_tsc = t0;
-	inside = 1;
-	r = real_rsend(socket, buf, len, flags);
+	inside = where;
+	return t0;
+}
+
+/* Its end: counted as `ok` if it moved data, else as `none`. */
+static ssize_t end(ssize_t r, int ok, int none, unsigned long long t0)
+{
 	inside = 0;
-	count(r > 0 ? SEND_OK : SEND_AGAIN, t0);
+	count(r > 0 ? ok : none, t0);
 	if (r > 0)
 		moved += r;
 	return r;
 }
 
+ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+{
+	unsigned long long t0 = begin(1, len);
+
+	return end(real_rsend(socket, buf, len, flags), SEND_OK, SEND_AGAIN, t0);
+}
+
 ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 {
-	unsigned long long t0 = __rdtsc();
-	ssize_t r;
+	unsigned long long t0 = begin(2, len);
 
-	if (!data_tsc && len >= 4096)
-		data_tsc = t0;
-	inside = 2;
-	r = real_rrecv(socket, buf, len, flags);
-	inside = 0;
-	count(r > 0 ? RECV_DATA : RECV_NONE, t0);
-	if (r > 0)
-		moved += r;
-	return r;
+	return end(real_rrecv(socket, buf, len, flags), RECV_DATA, RECV_NONE, t0);
 }
 
 ssize_t write(int fd, const void *buf, size_t len)
