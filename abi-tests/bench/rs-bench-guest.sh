@@ -346,8 +346,7 @@ if part 5 && [ -f "$W" ]; then
 		{ key = $1 " " $2 " " $3; for (i = 4; i < NF; i++) v[$i] = $(i + 1)
 		  d[key] += v["data_ms"] / 2; db[key] += v["w_send"]; so[key] += v["send_ok"] + v["send_again"] - v["w_send"]
 		  rd[key] += v["recv_data"] - v["w_recv"]; cr[key] += v["w_recv"]; rn[key] += v["recv_none"]
-		  u[key] += v["utime"]; s[key] += v["stime"]; n[key]++
-		  for (i = 4; i < NF; i++) if ($i == "nivcsw") iv[key] += $(i + 1) }
+		  u[key] += v["utime"]; s[key] += v["stime"]; iv[key] += v["nivcsw"]; n[key]++ }
 		END { for (k in d) if (n[k] == 2) print k, d[k], db[k], so[k], rd[k], cr[k], rn[k], u[k], s[k], iv[k] }' "$out")
 	echo
 	printf '%-44s %9s %9s %9s %7s\n' "bandwidth run, ms per run (both processes)" upstream rdmacm-rs "ours-up" "ours>up"
