@@ -348,26 +348,35 @@ if part 5 && [ -f "$W" ]; then
 		  rd[key] += v["recv_data"] - v["w_recv"]; cr[key] += v["w_recv"]; rn[key] += v["recv_none"]
 		  u[key] += v["utime"]; s[key] += v["stime"]; iv[key] += v["nivcsw"]; n[key]++ }
 		END { for (k in d) if (n[k] == 2) print k, d[k], db[k], so[k], rd[k], cr[k], rn[k], u[k], s[k], iv[k] }' "$out")
+	# lines "round lib mode ..." on stdin -> "ours upstream" of column c, one
+	# line per round that has both
+	pairs() { # mode column
+		awk -v m=$1 -v c=$2 '$3 == m && $c != "" { x[$1 " " $2] = $c }
+			END { for (k in x) if (k ~ / ours$/) { r = k; sub(/ ours$/, "", r); if ((r " upstream") in x) print x[k], x[r " upstream"] } }'
+	}
+	# a table row from such pairs: medians, the median of diff (an awk
+	# expression of o and u) in its format, in how many rounds ours was the
+	# larger
+	row() { # label format diff diff-format
+		local p=$(cat)
+		printf '%-44s %9s %9s %9s %7s\n' "  $1" \
+			"$(echo "$p" | awk '{ print $2 }' | med | awk -v f="$2" '{ printf f, $1 }')" \
+			"$(echo "$p" | awk '{ print $1 }' | med | awk -v f="$2" '{ printf f, $1 }')" \
+			"$(echo "$p" | awk "{ o = \$1; u = \$2; print $3 }" | med | awk -v f="$4" '{ printf f, $1 }')" \
+			"$(echo "$p" | awk '$1 > $2 { a++ } END { printf "%d/%d", a, NR }')"
+	}
 	echo
 	printf '%-44s %9s %9s %9s %7s\n' "bandwidth run, ms per run (both processes)" upstream rdmacm-rs "ours-up" "ours>up"
 	for mode in nb a; do
 		echo "$([ $mode = nb ] && echo "non-blocking (default)" || echo "rpoll (-T a)"):"
 		c=4
-		for row in "data phase (a process's)" "sends: their doorbells" "sends: the rest (copy in, post)" \
+		for label in "data phase (a process's)" "sends: their doorbells" "sends: the rest (copy in, post)" \
 			"receives with data: copy out, poll, repost" "receives: credit doorbells" "receives finding nothing (waiting)" \
 			"CPU time, user" "CPU time, system" "involuntary context switches"; do
-			printf '%-44s %9s %9s %9s %7s\n' "  $row" \
-				"$(echo "$rows" | awk -v m=$mode -v c=$c '$2 == "upstream" && $3 == m { print $c }' | med | awk '{ printf "%.0f", $1 }')" \
-				"$(echo "$rows" | awk -v m=$mode -v c=$c '$2 == "ours" && $3 == m { print $c }' | med | awk '{ printf "%.0f", $1 }')" \
-				"$(echo "$rows" | awk -v m=$mode -v c=$c '$3 == m { x[$1 " " $2] = $c } END { for (k in x) if (k ~ / ours$/) { r = k; sub(/ ours$/, "", r); if ((r " upstream") in x) print x[k] - x[r " upstream"] } }' | med | awk '{ printf "%+.0f", $1 }')" \
-				"$(echo "$rows" | awk -v m=$mode -v c=$c '$3 == m { x[$1 " " $2] = $c } END { for (k in x) if (k ~ / ours$/) { r = k; sub(/ ours$/, "", r); if ((r " upstream") in x) { n++; if (x[k] > x[r " upstream"]) a++ } } printf "%d/%d", a, n }')"
+			echo "$rows" | pairs $mode $c | row "$label" "%.0f" "o - u" "%+.0f"
 			c=$((c + 1))
 		done
-		printf '%-44s %9s %9s %9s %7s\n' "  bandwidth Gb/s (ratio: median of rounds)" \
-			"$(awk -v m=$mode '$2 == "upstream" && $3 == m { print $5 }' "$out.bw" | med | awk '{ printf "%.4f", $1 }')" \
-			"$(awk -v m=$mode '$2 == "ours" && $3 == m { print $5 }' "$out.bw" | med | awk '{ printf "%.4f", $1 }')" \
-			"$(awk -v m=$mode '$3 == m && $5 > 0 { x[$1 " " $2] = $5 } END { for (k in x) if (k ~ / ours$/) { r = k; sub(/ ours$/, "", r); if ((r " upstream") in x) print x[k] / x[r " upstream"] } }' "$out.bw" | med | awk '{ printf "%.3fx", $1 }')" \
-			"$(awk -v m=$mode '$3 == m && $5 > 0 { x[$1 " " $2] = $5 } END { for (k in x) if (k ~ / ours$/) { r = k; sub(/ ours$/, "", r); if ((r " upstream") in x) { n++; if (x[k] > x[r " upstream"]) a++ } } printf "%d/%d", a, n }' "$out.bw")"
+		pairs $mode 5 < "$out.bw" | row "bandwidth Gb/s (ratio: median of rounds)" "%.4f" "o / u" "%.3fx"
 	done
 	echo "(rstream -S 1048576 -C 40, both processes with build/bench/rs_bwtime.so preloaded, $ROUNDS interleaved rounds;"
 	echo " a run's row: the sum over its two processes (the data phase: their mean); medians over rounds, ours-up: the"
