@@ -33,6 +33,13 @@
  *                    can send a whole queue's worth more (a guard for any
  *                    change that delays the update past the receive: the
  *                    receiver's next call may never come)
+ *   busy-away        the receiver keeps calling in (a second of non-blocking
+ *                    peeks while the sender has used all its credits): the
+ *                    process's other threads (the progress engine) wake
+ *                    fewer than 16 times in that second (looks every 16 ms
+ *                    would be 62); then, as in credits-away, it takes the
+ *                    data in one rrecv and stays away, and the sender still
+ *                    gets the credit update
  *   cycles           1000 connect / 1 KiB exchange / close cycles from 8
  *                    threads against one listener: no failure, no hang, no
  *                    descriptor or CM id left behind
@@ -54,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -652,6 +660,108 @@ static void c_credits_away(void)
 	rclose(l);
 }
 
+/* ---- busy-away ---- */
+
+/* Voluntary context switches of this process's threads but the calling one
+ * (each wake-up of a thread that sleeps costs one). */
+static long other_switches(void)
+{
+	char path[96], line[128];
+	long sum = 0;
+	int me = gettid();
+	DIR *dir;
+	struct dirent *e;
+
+	snprintf(path, sizeof path, "/proc/%d/task", getpid());
+	if (!(dir = opendir(path)))
+		return -1;
+	while ((e = readdir(dir))) {
+		int tid = atoi(e->d_name);
+		FILE *f;
+
+		if (tid <= 0 || tid == me)
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/task/%d/status", getpid(), tid);
+		if (!(f = fopen(path, "r")))
+			continue;
+		while (fgets(line, sizeof line, f))
+			if (!strncmp(line, "voluntary_ctxt_switches:", 24))
+				sum += atol(line + 24);
+		fclose(f);
+	}
+	closedir(dir);
+	return sum;
+}
+
+static void c_busy_away(void)
+{
+	int l, srv, cli, rq = 0, more = 0, peeks = 0;
+	socklen_t len = sizeof rq;
+	static char b[4096];
+	double t0, last;
+	long sw0, sw1;
+	ssize_t got;
+
+	if (pair(7495, &l, &srv, &cli)) {
+		fail("no connection (errno %d)", errno);
+		return;
+	}
+	if (rgetsockopt(srv, SOL_RDMA, RDMA_RQSIZE, &rq, &len) || rq < 4 || rq > (int)sizeof b) {
+		fail("receive queue size %d (errno %d)", rq, errno);
+		return;
+	}
+	for (int i = 0; i < rq; i++)
+		if (rsend(cli, "c", 1, 0) != 1) {
+			fail("send %d of the first %d failed (errno %d)", i, rq, errno);
+			return;
+		}
+	usleep(300000);
+	/* keep calling in: 200 ms, then a second counted */
+	t0 = now_ms();
+	sw0 = -1;
+	while (now_ms() - t0 < 1200) {
+		if (sw0 < 0 && now_ms() - t0 >= 200)
+			sw0 = other_switches();
+		if (rrecv(srv, b, 1, MSG_PEEK | MSG_DONTWAIT) != 1) {
+			fail("a peek found no data (errno %d)", errno);
+			return;
+		}
+		peeks++;
+	}
+	sw1 = other_switches();
+	printf("# %d peeks in 1.2 s; the other threads woke %ld times in the last second\n", peeks, sw1 - sw0);
+	if (sw0 < 0 || sw1 < 0)
+		fail("the threads' switches could not be read");
+	else if (sw1 - sw0 >= 16)
+		fail("the other threads woke %ld times in a second while the application kept calling in", sw1 - sw0);
+	got = rrecv(srv, b, rq, 0);
+	if (got != rq) {
+		fail("one rrecv took %zd of the %d bytes (errno %d)", got, rq, errno);
+		return;
+	}
+	/* srv makes no call from here on */
+	last = now_ms();
+	while (now_ms() - last < 1000 && more < 2 * rq) {
+		ssize_t r = rsend(cli, "c", 1, MSG_DONTWAIT);
+
+		if (r == 1) {
+			more++;
+			last = now_ms();
+		} else if (r < 0 && errno == EAGAIN) {
+			usleep(1000);
+		} else {
+			fail("send after the first %d: %zd (errno %d)", rq, r, errno);
+			return;
+		}
+	}
+	printf("# %d more sent after the busy receiver took the first %d and stayed away\n", more, rq);
+	if (more != rq)
+		fail("%d more messages could be sent after the busy receiver left (its queue is %d)", more, rq);
+	rclose(cli);
+	rclose(srv);
+	rclose(l);
+}
+
 /* ---- cycles ---- */
 
 #define THREADS 8
@@ -775,7 +885,8 @@ static const struct rscase cases[] = {
 	{ "plain-poll", c_plain_poll, 60 },	    { "close-bounded", c_close_bounded, 60 },
 	{ "unaccepted-freed", c_unaccepted_freed, 60 }, { "accept-parallel", c_accept_parallel, 60 },
 	{ "high-fd", c_high_fd, 60 },		    { "repoll-away", c_repoll_away, 60 },
-	{ "credits-away", c_credits_away, 60 },	    { "cycles", c_cycles, 240 },
+	{ "credits-away", c_credits_away, 60 },	    { "busy-away", c_busy_away, 60 },
+	{ "cycles", c_cycles, 240 },
 };
 
 int main(int argc, char **argv)

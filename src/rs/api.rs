@@ -570,6 +570,7 @@ pub fn shutdown(s: &Shared<RSocket>, how: i32) -> Result<()> {
 /// hook gives such closes their time before the process ends).
 pub fn close(fd: i32) -> Result<()> {
     let s = socket::forget_fd(fd).ok_or(Error::Errno(libc::EBADF))?;
+    RSocket::retire_timer(&s);
     let _ = engine::set_keepalive(&s, false);
     let (connected, nonblock) = {
         let g = s.lock();

@@ -409,6 +409,12 @@ fn run(e: &'static Engine) {
                     unsafe { libc::read(e.wake.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
                 }
                 t if t & dgram::DG_TOKEN != 0 => dgram::on_ready((t & !dgram::DG_TOKEN) as i32),
+                t if t & socket::TIMER_TOKEN != 0 => {
+                    if socket::timer_expired((t & !socket::TIMER_TOKEN) as i32) {
+                        // Look at the hand-off list now.
+                        next_look = 0;
+                    }
+                }
                 fd => {
                     if let Some(s) = BY_COMP.get(fd as usize) {
                         if s.engine_may_progress() {
@@ -864,6 +870,7 @@ fn accept_request(e: &Engine, n: &Note) {
 /// Free a socket's connection and id (and, for a listener, every
 /// connection nobody accepted). Never called with the socket's lock held.
 pub fn teardown(s: &Shared<RSocket>) {
+    RSocket::retire_timer(s);
     let (conn, id, children) = {
         let mut g = s.lock();
         g.closing = true;

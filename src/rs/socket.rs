@@ -111,7 +111,104 @@ pub struct RSocket {
     /// When (engine ms) the engine looks at the socket next; 0: not yet
     /// seen since it joined the list.
     look_at: AtomicU64,
+    /// While the socket is steady (in `STEADY`): one less than the number
+    /// of finished calls after which a call re-arms `timer` (a power of
+    /// two); `NOT_STEADY` otherwise.
+    rearm_mask: AtomicU32,
+    /// The steady socket's timer (created by the engine when the socket
+    /// first turns steady).
+    timer: Timer,
 }
+
+/// A timerfd in the engine's epoll set, owned by one socket: while the
+/// socket is steady, its application's calls push the timer's expiry
+/// forward; it expires (and wakes the engine) only once they stop. Its
+/// lock is a leaf (nothing is taken under it): it keeps a call's push from
+/// reaching a descriptor number the socket's close has released.
+struct Timer(Lock<i32>);
+
+/// `Timer`'s descriptor before the first use.
+const TIMER_NONE: i32 = -1;
+/// `Timer`'s descriptor after the socket was closed: none, for good.
+const TIMER_RETIRED: i32 = -2;
+
+impl Timer {
+    /// Make the timer expire `ms` from now (replacing any earlier expiry),
+    /// first creating it and adding it to the engine's epoll set if `create`
+    /// (edge-triggered: each expiry wakes the engine once, read or not);
+    /// false if there is no timer.
+    fn arm(&self, ms: u32, create: bool) -> bool {
+        let mut fd = self.0.lock();
+        if *fd == TIMER_NONE && create {
+            *fd = Self::create();
+        }
+        if *fd < 0 {
+            return false;
+        }
+        let t = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec {
+                tv_sec: (ms / 1000) as libc::time_t,
+                tv_nsec: (ms % 1000) as libc::c_long * 1_000_000,
+            },
+        };
+        // SAFETY: our timerfd (open while its lock is held), a valid
+        // itimerspec.
+        unsafe { libc::timerfd_settime(*fd, 0, &t, std::ptr::null_mut()) == 0 }
+    }
+
+    fn create() -> i32 {
+        let ep = ENGINE_EPOLL.load(Ordering::Acquire);
+        if ep < 0 {
+            return TIMER_NONE;
+        }
+        // SAFETY: plain system call.
+        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return TIMER_NONE;
+        }
+        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: TIMER_TOKEN | fd as u64 };
+        // SAFETY: the engine's epoll set, our new descriptor.
+        if unsafe { crate::sys::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
+            crate::sys::close(fd);
+            return TIMER_NONE;
+        }
+        fd
+    }
+
+    /// Whether this is the timer with descriptor `fd`.
+    fn is(&self, fd: i32) -> bool {
+        *self.0.lock() == fd
+    }
+
+    /// Close the timer for good (the socket is closed).
+    fn retire(&self) {
+        let mut fd = self.0.lock();
+        if *fd >= 0 {
+            let ep = ENGINE_EPOLL.load(Ordering::Acquire);
+            if ep >= 0 {
+                // SAFETY: the engine's epoll set; our descriptor, still open.
+                unsafe { crate::sys::epoll_ctl(ep, libc::EPOLL_CTL_DEL, *fd, std::ptr::null_mut()) };
+            }
+            crate::sys::close(*fd);
+        }
+        *fd = TIMER_RETIRED;
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        self.retire();
+    }
+}
+
+/// `RSocket::rearm_mask` of a socket that is not steady: a call re-arms
+/// nothing (the test `exits & mask == 0` holds only when the count wraps,
+/// and the re-arm then finds the socket not steady).
+const NOT_STEADY: u32 = u32::MAX;
+/// The engine's epoll token of a socket's timer: this bit and the timer's
+/// descriptor (`dgram::DG_TOKEN` is another bit).
+pub(crate) const TIMER_TOKEN: u64 = 1 << 61;
 
 /// Application calls on a socket, and the engine's flags about them, in one
 /// atomic word, so that a call costs one atomic operation on the way in
@@ -120,7 +217,8 @@ pub struct RSocket {
 ///   they process the completions themselves);
 /// - `MISSED`: the engine saw a completion event while threads were
 ///   inside: the last one out processes it;
-/// - `PENDING`: the socket is in the engine's hand-off list;
+/// - `PENDING`: the socket is in the engine's hand-off list, or steady
+///   (`STEADY`);
 /// - bits 32-63: calls finished (the engine sees whether the application
 ///   came back), wrapping.
 ///
@@ -162,10 +260,24 @@ pub(crate) const HANDOFF_TICK_MS: i32 = 1;
 /// application that keeps calling in (a loop of non-blocking calls, or
 /// blocking calls back to back) is looked at less and less often: under
 /// emulation a wake-up of the engine each millisecond doubled rstream's
-/// ping-pong latency. The price: once such an application stops calling,
-/// the engine takes over within 2 × this (a peer's credits, and the
-/// descriptor's readiness, wait that long at most).
+/// ping-pong latency. One still busy at a look this long after the last
+/// turns steady: the engine stops looking at it (`STEADY`).
 pub(crate) const HANDOFF_MAX_MS: u32 = 16;
+
+/// Sockets whose application kept calling in through a look at the longest
+/// interval: the engine no longer wakes to look at them. Each one's calls
+/// push its timer forward (every so many calls, about once per
+/// `HANDOFF_MAX_MS` at the rate seen), so the timer expires only once they
+/// stop (or slow down), `STEADY_EXPIRY_MS` after the last push at most;
+/// the socket then goes back to the hand-off list, looked at at once. The
+/// engine takes over such a socket's completions (a peer's credits, the
+/// descriptor's readiness) within about `STEADY_EXPIRY_MS` of its
+/// application's last call, as it did with looks every `HANDOFF_MAX_MS`;
+/// while the application is busy it is not woken at all (on the emulated
+/// bed each look took a vCPU from a spinning process).
+static STEADY: Mutex<Vec<Shared<RSocket>>> = Mutex::new(Vec::new());
+/// How long after its last push a steady socket's timer expires.
+const STEADY_EXPIRY_MS: u32 = 2 * HANDOFF_MAX_MS;
 
 /// The engine runs its timers (and so looks at the hand-off list) within
 /// `HANDOFF_MAX_MS`: it does while a `repoll_wait` loop is active
@@ -215,6 +327,13 @@ pub(crate) fn engine_epoll() -> i32 {
 pub fn forget_after_fork() {
     if let Ok(mut h) = HANDOFF.try_lock() {
         std::mem::forget(std::mem::take(&mut *h));
+    }
+    if let Ok(mut st) = STEADY.try_lock() {
+        // (Their timers are the parent's: calls in the child push nothing.)
+        for s in st.iter() {
+            s.rearm_mask.store(NOT_STEADY, Ordering::SeqCst);
+        }
+        std::mem::forget(std::mem::take(&mut *st));
     }
 }
 
@@ -304,6 +423,8 @@ impl RSocket {
             exits_seen: AtomicU32::new(0),
             patience: AtomicU32::new(1),
             look_at: AtomicU64::new(0),
+            rearm_mask: AtomicU32::new(NOT_STEADY),
+            timer: Timer(Lock::new(TIMER_NONE)),
         };
         // SAFETY: the value is written whole; POOL holds only sockets.
         let s = unsafe { Shared::try_new_pooled(&POOL, fd as usize, |p: *mut RSocket| p.write(value)) }?;
@@ -505,17 +626,76 @@ impl RSocket {
         if now < due {
             return Some(due);
         }
+        let before = this.exits_seen.load(Ordering::SeqCst);
         let h = Self::handoff(this);
         if h == Handoff::Done {
             this.look_at.store(0, Ordering::SeqCst);
             this.patience.store(1, Ordering::SeqCst);
             return None;
         }
-        let p = (this.patience.load(Ordering::SeqCst) * 2).min(HANDOFF_MAX_MS);
+        let p0 = this.patience.load(Ordering::SeqCst);
+        if h == Handoff::Back && p0 == HANDOFF_MAX_MS {
+            let calls = this.exits_seen.load(Ordering::SeqCst).wrapping_sub(before);
+            if calls >= 2 && Self::make_steady(this, calls) {
+                return None;
+            }
+        }
+        let p = (p0 * 2).min(HANDOFF_MAX_MS);
         this.patience.store(p, Ordering::SeqCst);
         this.look_at.store(now + p as u64, Ordering::SeqCst);
         // Listed again meanwhile: that entry stays, this one goes.
         (h == Handoff::Back).then_some(now + p as u64)
+    }
+
+    /// The application kept calling in through a whole look at the longest
+    /// interval (`calls` calls finished in it): move the socket from the
+    /// hand-off list to `STEADY` (it stays `PENDING`). From now on every
+    /// n-th call pushes its timer forward, n a power of two no larger than
+    /// `calls` (at that rate a push comes at least once an interval). False
+    /// (the engine keeps looking) if the timer or memory cannot be had.
+    fn make_steady(this: &Shared<RSocket>, calls: u32) -> bool {
+        let mut st = STEADY.lock().unwrap_or_else(|e| e.into_inner());
+        if st.try_reserve(1).is_err() || !this.timer.arm(STEADY_EXPIRY_MS, true) {
+            return false;
+        }
+        st.push(this.clone());
+        let n = 1u32 << (31 - calls.leading_zeros());
+        // (Under the list's lock: whoever takes the socket out again stores
+        // NOT_STEADY after this.)
+        this.rearm_mask.store(n - 1, Ordering::SeqCst);
+        true
+    }
+
+    /// Out of `STEADY`: calls push nothing; the engine's looks start again
+    /// from the first.
+    fn unsteady(&self) {
+        self.rearm_mask.store(NOT_STEADY, Ordering::SeqCst);
+        self.look_at.store(0, Ordering::SeqCst);
+        self.patience.store(1, Ordering::SeqCst);
+    }
+
+    /// A call that finished on a steady socket pushes its timer forward.
+    /// (A stale push, racing with the socket's leaving `STEADY`, only makes
+    /// the timer expire once more for nothing.)
+    #[cold]
+    #[inline(never)]
+    fn push_timer(&self) {
+        if self.rearm_mask.load(Ordering::SeqCst) != NOT_STEADY {
+            self.timer.arm(STEADY_EXPIRY_MS, false);
+        }
+    }
+
+    /// The socket is being closed: out of `STEADY` (else it would stay
+    /// there until its timer expired), and its timer closed with it.
+    pub fn retire_timer(this: &Shared<RSocket>) {
+        // The timer first: from then on the engine cannot make the socket
+        // steady (`make_steady` arms the timer under the list's lock), so
+        // the list, looked at next, holds it now or never will.
+        this.timer.retire();
+        let mut st = STEADY.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = st.iter().position(|s| Shared::ptr_eq(s, this)) {
+            st.swap_remove(i).unsteady();
+        }
     }
 
     /// Hand the socket's completions over to the engine if the application
@@ -568,6 +748,10 @@ impl Drop for Call {
     fn drop(&mut self) {
         // One step: this thread is out, one more call finished.
         let w = self.s.calls.0.fetch_add(EXIT_ONE.wrapping_sub(1), Ordering::SeqCst);
+        // Every n-th call on a steady socket pushes its timer forward.
+        if Calls::exits(w).wrapping_add(1) & self.s.rearm_mask.load(Ordering::Relaxed) == 0 {
+            self.s.push_timer();
+        }
         // The usual way out: the last thread out of a call that showed the
         // state at its end, no event left to it, the socket already in the
         // hand-off list (the engine clears the flag before it looks, so a
@@ -633,6 +817,17 @@ pub fn take_handoffs() -> Vec<Shared<RSocket>> {
 /// the list (that thread shows their state on its way out).
 pub fn hand_over_now() {
     let mut list = take_handoffs();
+    {
+        // Steady sockets too (if memory allows; else their timers still
+        // bring them back).
+        let mut st = STEADY.lock().unwrap_or_else(|e| e.into_inner());
+        if !st.is_empty() && list.try_reserve(st.len()).is_ok() {
+            for s in st.drain(..) {
+                s.unsteady();
+                list.push(s);
+            }
+        }
+    }
     if list.is_empty() {
         return;
     }
@@ -649,6 +844,28 @@ pub fn hand_over_now() {
         }
     });
     return_handoffs(list);
+}
+
+/// A steady socket's timer expired (the engine's token `TIMER_TOKEN | fd`):
+/// its application stopped calling in, or slowed down. The socket goes
+/// back to the hand-off list; true if one did (look at the list now). An
+/// expiry of a timer whose socket already left `STEADY` is ignored.
+pub fn timer_expired(fd: i32) -> bool {
+    let mut st = STEADY.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(i) = st.iter().position(|s| s.timer.is(fd)) else {
+        return false;
+    };
+    let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+    if h.try_reserve(1).is_err() {
+        // No memory for the list: steady a while longer.
+        st[i].timer.arm(HANDOFF_TICK_MS as u32, false);
+        return false;
+    }
+    let s = st.swap_remove(i);
+    drop(st);
+    s.unsteady();
+    h.push(s);
+    true
 }
 
 /// Whether sockets wait for a hand-off.

@@ -5,8 +5,10 @@
 #     plain poll/epoll/select, bounded close after the peer was killed,
 #     unaccepted connections freed with their listener, accepts not held up
 #     by a stuck handshake, descriptors above 65535, a credit update that
-#     reaches the sender while the receiver makes no call, 1000 connect/exchange/
-#     close cycles from 8 threads with nothing left behind;
+#     reaches the sender while the receiver makes no call (also after a
+#     second of calls, during which the progress engine must not wake),
+#     1000 connect/exchange/close cycles from 8 threads with nothing left
+#     behind;
 #  2. riostream (and, on request, rstream and rcopy; below) under valgrind with
 #     our library: the exchange succeeds and valgrind reports no invalid
 #     read/write/free or uninitialised use inside librdmacm and no block
