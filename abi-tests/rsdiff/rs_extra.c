@@ -601,66 +601,7 @@ static void c_high_fd(void)
 	(void)n;
 }
 
-/* ---- credits-away ---- */
-
-static void c_credits_away(void)
-{
-	int l, srv, cli, rq = 0, more = 0;
-	socklen_t len = sizeof rq;
-	static char b[4096];
-	double last;
-	ssize_t got;
-
-	if (pair(7490, &l, &srv, &cli)) {
-		fail("no connection (errno %d)", errno);
-		return;
-	}
-	if (rgetsockopt(srv, SOL_RDMA, RDMA_RQSIZE, &rq, &len) || rq < 4 || rq > (int)sizeof b) {
-		fail("receive queue size %d (errno %d)", rq, errno);
-		return;
-	}
-	/* the sender's whole allowance: one message per receive of srv's queue */
-	for (int i = 0; i < rq; i++)
-		if (rsend(cli, "c", 1, 0) != 1) {
-			fail("send %d of the first %d failed (errno %d)", i, rq, errno);
-			return;
-		}
-	usleep(300000);
-	/* one receive takes them all: a credit update is due, nothing is left */
-	got = rrecv(srv, b, rq, 0);
-	if (got != rq) {
-		fail("one rrecv took %zd of the %d bytes sent 300 ms before (errno %d)", got, rq, errno);
-		return;
-	}
-	/* srv makes no call from here on: the sender can send only once that
-	 * update reaches it (then a whole queue's worth) */
-	last = now_ms();
-	while (now_ms() - last < 1000 && more < 2 * rq) {
-		ssize_t r = rsend(cli, "c", 1, MSG_DONTWAIT);
-
-		if (r == 1) {
-			more++;
-			last = now_ms();
-		} else if (r < 0 && errno == EAGAIN) {
-			usleep(1000);
-		} else {
-			fail("send after the first %d: %zd (errno %d)", rq, r, errno);
-			return;
-		}
-	}
-	printf("# receive queue %d: %d more sent after the receiver took the first %d and stayed away\n", rq, more,
-	       rq);
-	if (more < rq)
-		fail("only %d more messages could be sent (the receiver's queue is %d): its credit update did not come",
-		     more, rq);
-	if (more > rq)
-		fail("%d more messages could be sent: more than the receiver's queue of %d", more, rq);
-	rclose(cli);
-	rclose(srv);
-	rclose(l);
-}
-
-/* ---- busy-away ---- */
+/* ---- credits-away, busy-away ---- */
 
 /* Voluntary context switches of this process's threads but the calling one
  * (each wake-up of a thread that sleeps costs one). */
@@ -693,16 +634,21 @@ static long other_switches(void)
 	return sum;
 }
 
-static void c_busy_away(void)
+/* The sender uses all its credits (one-byte messages, one per receive of
+ * the receiver's queue); with `busy`, the receiver then keeps calling in
+ * for 1.2 s (non-blocking peeks) and the process's other threads must not
+ * wake in its last second; the receiver takes the data in one rrecv (a
+ * credit update is then due and nothing is left to read) and makes no call
+ * after: the sender must still be able to send a whole queue's worth more. */
+static void credits_case(int port, int busy)
 {
-	int l, srv, cli, rq = 0, more = 0, peeks = 0;
+	int l, srv, cli, rq = 0, more = 0;
 	socklen_t len = sizeof rq;
 	static char b[4096];
-	double t0, last;
-	long sw0, sw1;
+	double last;
 	ssize_t got;
 
-	if (pair(7495, &l, &srv, &cli)) {
+	if (pair(port, &l, &srv, &cli)) {
 		fail("no connection (errno %d)", errno);
 		return;
 	}
@@ -710,36 +656,44 @@ static void c_busy_away(void)
 		fail("receive queue size %d (errno %d)", rq, errno);
 		return;
 	}
+	/* the sender's whole allowance: one message per receive of srv's queue */
 	for (int i = 0; i < rq; i++)
 		if (rsend(cli, "c", 1, 0) != 1) {
 			fail("send %d of the first %d failed (errno %d)", i, rq, errno);
 			return;
 		}
 	usleep(300000);
-	/* keep calling in: 200 ms, then a second counted */
-	t0 = now_ms();
-	sw0 = -1;
-	while (now_ms() - t0 < 1200) {
-		if (sw0 < 0 && now_ms() - t0 >= 200)
-			sw0 = other_switches();
-		if (rrecv(srv, b, 1, MSG_PEEK | MSG_DONTWAIT) != 1) {
-			fail("a peek found no data (errno %d)", errno);
-			return;
+	if (busy) {
+		/* keep calling in: 200 ms, then a second counted */
+		double t0 = now_ms();
+		long sw0 = -1, sw1;
+		int peeks = 0;
+
+		while (now_ms() - t0 < 1200) {
+			if (sw0 < 0 && now_ms() - t0 >= 200)
+				sw0 = other_switches();
+			if (rrecv(srv, b, 1, MSG_PEEK | MSG_DONTWAIT) != 1) {
+				fail("a peek found no data (errno %d)", errno);
+				return;
+			}
+			peeks++;
 		}
-		peeks++;
+		sw1 = other_switches();
+		printf("# %d peeks in 1.2 s; the other threads woke %ld times in the last second\n", peeks, sw1 - sw0);
+		if (sw0 < 0 || sw1 < 0)
+			fail("the threads' switches could not be read");
+		else if (sw1 - sw0 >= 16)
+			fail("the other threads woke %ld times in a second while the application kept calling in",
+			     sw1 - sw0);
 	}
-	sw1 = other_switches();
-	printf("# %d peeks in 1.2 s; the other threads woke %ld times in the last second\n", peeks, sw1 - sw0);
-	if (sw0 < 0 || sw1 < 0)
-		fail("the threads' switches could not be read");
-	else if (sw1 - sw0 >= 16)
-		fail("the other threads woke %ld times in a second while the application kept calling in", sw1 - sw0);
+	/* one receive takes them all: a credit update is due, nothing is left */
 	got = rrecv(srv, b, rq, 0);
 	if (got != rq) {
-		fail("one rrecv took %zd of the %d bytes (errno %d)", got, rq, errno);
+		fail("one rrecv took %zd of the %d bytes sent before (errno %d)", got, rq, errno);
 		return;
 	}
-	/* srv makes no call from here on */
+	/* srv makes no call from here on: the sender can send only once that
+	 * update reaches it (then a whole queue's worth) */
 	last = now_ms();
 	while (now_ms() - last < 1000 && more < 2 * rq) {
 		ssize_t r = rsend(cli, "c", 1, MSG_DONTWAIT);
@@ -754,12 +708,26 @@ static void c_busy_away(void)
 			return;
 		}
 	}
-	printf("# %d more sent after the busy receiver took the first %d and stayed away\n", more, rq);
-	if (more != rq)
-		fail("%d more messages could be sent after the busy receiver left (its queue is %d)", more, rq);
+	printf("# receive queue %d: %d more sent after the%s receiver took the first %d and stayed away\n", rq, more,
+	       busy ? " busy" : "", rq);
+	if (more < rq)
+		fail("only %d more messages could be sent (the receiver's queue is %d): its credit update did not come",
+		     more, rq);
+	if (more > rq)
+		fail("%d more messages could be sent: more than the receiver's queue of %d", more, rq);
 	rclose(cli);
 	rclose(srv);
 	rclose(l);
+}
+
+static void c_credits_away(void)
+{
+	credits_case(7490, 0);
+}
+
+static void c_busy_away(void)
+{
+	credits_case(7495, 1);
 }
 
 /* ---- cycles ---- */
