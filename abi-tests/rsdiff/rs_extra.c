@@ -40,6 +40,11 @@
  *                    would be 62); then, as in credits-away, it takes the
  *                    data in one rrecv and stays away, and the sender still
  *                    gets the credit update
+ *   blocked-away     a call ends on the socket and the next is a blocking
+ *                    receive that waits 1.3 s for the peer: the process's
+ *                    other threads wake fewer than 16 times in a second of
+ *                    that wait (looks every 16 ms while a call lasts would
+ *                    be 62), and the receive gets the peer's byte
  *   cycles           1000 connect / 1 KiB exchange / close cycles from 8
  *                    threads against one listener: no failure, no hang, no
  *                    descriptor or CM id left behind
@@ -730,6 +735,75 @@ static void c_busy_away(void)
 	credits_case(7495, 1);
 }
 
+/* ---- blocked-away ---- */
+
+struct blocked {
+	int cli;
+	long woke;
+	int err;
+};
+
+/* Counts the wake-ups of the process's threads but its own in one second of
+ * the main thread's blocking receive, then sends what ends that receive. */
+static void *blocked_peer(void *arg)
+{
+	struct blocked *b = arg;
+	long sw0, sw1;
+
+	usleep(300000);
+	sw0 = other_switches();
+	usleep(1000000);
+	sw1 = other_switches();
+	b->woke = sw0 < 0 || sw1 < 0 ? -1 : sw1 - sw0;
+	if (rsend(b->cli, "w", 1, 0) != 1)
+		b->err = errno ? errno : -1;
+	return NULL;
+}
+
+/* A call ends on the socket (the engine starts its looks for the hand-off)
+ * and the next one is a blocking receive that waits 1.3 s: inside it the
+ * thread looks after the socket itself, and the other threads of the
+ * process (the progress engine) wake fewer than 16 times in a second of it
+ * (looks every 16 ms while the call lasts would be 62; the main thread's
+ * own wake-ups count too). The receive then gets the peer's byte. */
+static void c_blocked_away(void)
+{
+	int l, srv, cli;
+	struct blocked b = { 0 };
+	pthread_t t;
+	char c = 0;
+	ssize_t got;
+
+	if (pair(7470, &l, &srv, &cli)) {
+		fail("no connection (errno %d)", errno);
+		return;
+	}
+	b.cli = cli;
+	if (rsend(srv, "h", 1, 0) != 1) {
+		fail("send before the blocking receive failed (errno %d)", errno);
+		return;
+	}
+	if (pthread_create(&t, NULL, blocked_peer, &b)) {
+		fail("no thread");
+		return;
+	}
+	got = rrecv(srv, &c, 1, 0);
+	pthread_join(t, NULL);
+	printf("# the other threads woke %ld times in a second of the blocking receive\n", b.woke);
+	if (got != 1 || c != 'w')
+		fail("the blocking receive returned %zd ('%c', errno %d), not the peer's byte", got, c ? c : '?', errno);
+	if (b.err)
+		fail("the peer's send failed (errno %d)", b.err);
+	if (b.woke < 0)
+		fail("the threads' switches could not be read");
+	else if (b.woke >= 16)
+		fail("the other threads woke %ld times in a second while the application waited in a blocking receive",
+		     b.woke);
+	rclose(cli);
+	rclose(srv);
+	rclose(l);
+}
+
 /* ---- cycles ---- */
 
 #define THREADS 8
@@ -854,7 +928,7 @@ static const struct rscase cases[] = {
 	{ "unaccepted-freed", c_unaccepted_freed, 60 }, { "accept-parallel", c_accept_parallel, 60 },
 	{ "high-fd", c_high_fd, 60 },		    { "repoll-away", c_repoll_away, 60 },
 	{ "credits-away", c_credits_away, 60 },	    { "busy-away", c_busy_away, 60 },
-	{ "cycles", c_cycles, 240 },
+	{ "blocked-away", c_blocked_away, 60 },	    { "cycles", c_cycles, 240 },
 };
 
 int main(int argc, char **argv)

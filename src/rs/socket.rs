@@ -115,6 +115,9 @@ pub struct RSocket {
     /// of finished calls after which a call re-arms `timer` (a power of
     /// two); `NOT_STEADY` otherwise.
     rearm_mask: AtomicU32,
+    /// The mask the first call out of a long one restores (`timer_expired`
+    /// set `rearm_mask` to 0 meanwhile, so that this call pushes).
+    resume_mask: AtomicU32,
     /// The steady socket's timer (created by the engine when the socket
     /// first turns steady).
     timer: Timer,
@@ -135,15 +138,16 @@ const TIMER_RETIRED: i32 = -2;
 impl Timer {
     /// Make the timer expire `ms` from now (replacing any earlier expiry),
     /// first creating it and adding it to the engine's epoll set if `create`
-    /// (edge-triggered: each expiry wakes the engine once, read or not);
-    /// false if there is no timer.
-    fn arm(&self, ms: u32, create: bool) -> bool {
+    /// (edge-triggered: each expiry wakes the engine once, read or not):
+    /// how long (ns) the earlier expiry was still away (0 if none was set,
+    /// or it had passed); None if there is no timer.
+    fn arm(&self, ms: u32, create: bool) -> Option<u64> {
         let mut fd = self.0.lock();
         if *fd == TIMER_NONE && create {
             *fd = Self::create();
         }
         if *fd < 0 {
-            return false;
+            return None;
         }
         let t = libc::itimerspec {
             it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
@@ -152,9 +156,16 @@ impl Timer {
                 tv_nsec: (ms % 1000) as libc::c_long * 1_000_000,
             },
         };
-        // SAFETY: our timerfd (open while its lock is held), a valid
-        // itimerspec.
-        unsafe { libc::timerfd_settime(*fd, 0, &t, std::ptr::null_mut()) == 0 }
+        let mut old = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+        };
+        // SAFETY: our timerfd (open while its lock is held), valid
+        // itimerspecs.
+        if unsafe { libc::timerfd_settime(*fd, 0, &t, &mut old) } != 0 {
+            return None;
+        }
+        Some(old.it_value.tv_sec as u64 * 1_000_000_000 + old.it_value.tv_nsec as u64)
     }
 
     fn create() -> i32 {
@@ -206,6 +217,9 @@ impl Drop for Timer {
 /// nothing (the test `exits & mask == 0` holds only when the count wraps,
 /// and the re-arm then finds the socket not steady).
 const NOT_STEADY: u32 = u32::MAX;
+/// The largest `RSocket::rearm_mask` of a steady socket (a push every
+/// 2^30 calls at the least).
+const MAX_REARM_MASK: u32 = (1 << 30) - 1;
 /// The engine's epoll token of a socket's timer: this bit and the timer's
 /// descriptor (`dgram::DG_TOKEN` is another bit).
 pub(crate) const TIMER_TOKEN: u64 = 1 << 61;
@@ -278,6 +292,15 @@ pub(crate) const HANDOFF_MAX_MS: u32 = 16;
 static STEADY: Mutex<Vec<Shared<RSocket>>> = Mutex::new(Vec::new());
 /// How long after its last push a steady socket's timer expires.
 const STEADY_EXPIRY_MS: u32 = 2 * HANDOFF_MAX_MS;
+/// A push that finds the timer's expiry further away than this came soon
+/// after the push before (`push_timer`): less than an eighth of the
+/// longest interval (2 ms). The engine arms a timer for exactly this long
+/// when the socket turns steady, so that the first push never reads as
+/// such.
+const PUSHED_SOON_MS: u32 = STEADY_EXPIRY_MS - HANDOFF_MAX_MS / 8;
+/// A push that finds the timer's expiry nearer than this came late: more
+/// than one and a half intervals (24 ms) after the push before.
+const PUSHED_LATE_MS: u32 = HANDOFF_MAX_MS / 2;
 
 /// The engine runs its timers (and so looks at the hand-off list) within
 /// `HANDOFF_MAX_MS`: it does while a `repoll_wait` loop is active
@@ -424,6 +447,7 @@ impl RSocket {
             patience: AtomicU32::new(1),
             look_at: AtomicU64::new(0),
             rearm_mask: AtomicU32::new(NOT_STEADY),
+            resume_mask: AtomicU32::new(0),
             timer: Timer(Lock::new(TIMER_NONE)),
         };
         // SAFETY: the value is written whole; POOL holds only sockets.
@@ -635,8 +659,12 @@ impl RSocket {
         }
         let p0 = this.patience.load(Ordering::SeqCst);
         if h == Handoff::Back && p0 == HANDOFF_MAX_MS {
+            // Still calling in, or inside a call right now (a long one: a
+            // blocking wait, a large transfer; looking again every
+            // interval while it lasts would wake the engine for nothing).
             let calls = this.exits_seen.load(Ordering::SeqCst).wrapping_sub(before);
-            if calls >= 2 && Self::make_steady(this, calls) {
+            let inside = Calls::active(this.calls.load()) > 0;
+            if (calls >= 2 || inside) && Self::make_steady(this, calls.max(1)) {
                 return None;
             }
         }
@@ -648,14 +676,15 @@ impl RSocket {
     }
 
     /// The application kept calling in through a whole look at the longest
-    /// interval (`calls` calls finished in it): move the socket from the
-    /// hand-off list to `STEADY` (it stays `PENDING`). From now on every
-    /// n-th call pushes its timer forward, n a power of two no larger than
-    /// `calls` (at that rate a push comes at least once an interval). False
-    /// (the engine keeps looking) if the timer or memory cannot be had.
+    /// interval (`calls` calls finished in it), or is inside a call at its
+    /// end (`calls` is then at least 1): move the socket from the hand-off
+    /// list to `STEADY` (it stays `PENDING`). From now on every n-th call
+    /// pushes its timer forward, n a power of two no larger than `calls`
+    /// (at that rate a push comes at least once an interval). False (the
+    /// engine keeps looking) if the timer or memory cannot be had.
     fn make_steady(this: &Shared<RSocket>, calls: u32) -> bool {
         let mut st = STEADY.lock().unwrap_or_else(|e| e.into_inner());
-        if st.try_reserve(1).is_err() || !this.timer.arm(STEADY_EXPIRY_MS, true) {
+        if st.try_reserve(1).is_err() || this.timer.arm(PUSHED_SOON_MS, true).is_none() {
             return false;
         }
         st.push(this.clone());
@@ -675,14 +704,34 @@ impl RSocket {
     }
 
     /// A call that finished on a steady socket pushes its timer forward.
-    /// (A stale push, racing with the socket's leaving `STEADY`, only makes
-    /// the timer expire once more for nothing.)
+    /// The first call out of a long one (the timer expired inside it:
+    /// `timer_expired`) restores the rate from before, doubled. When the
+    /// push before came less than an eighth of an interval ago (its expiry
+    /// was still that near the whole `STEADY_EXPIRY_MS` away), calls push
+    /// half as often from now on; more than one and a half ago, twice as
+    /// often. So pushes settle between 2 and 24 ms apart, clear of the
+    /// expiry at 32; the rate the engine saw (8 to 16 ms) is left alone. The mask changes
+    /// only if the engine changed nothing meanwhile. (A stale push, racing
+    /// with the socket's leaving `STEADY`, only makes the timer expire once
+    /// more for nothing.)
     #[cold]
     #[inline(never)]
     fn push_timer(&self) {
-        if self.rearm_mask.load(Ordering::SeqCst) != NOT_STEADY {
-            self.timer.arm(STEADY_EXPIRY_MS, false);
+        let mask = self.rearm_mask.load(Ordering::SeqCst);
+        if mask == NOT_STEADY {
+            return;
         }
+        let Some(left) = self.timer.arm(STEADY_EXPIRY_MS, false) else { return };
+        let next = if mask == 0 && left == 0 {
+            self.resume_mask.swap(0, Ordering::SeqCst)
+        } else if left > PUSHED_SOON_MS as u64 * 1_000_000 && mask < MAX_REARM_MASK {
+            mask * 2 + 1
+        } else if left < PUSHED_LATE_MS as u64 * 1_000_000 && mask > 0 {
+            mask >> 1
+        } else {
+            return;
+        };
+        let _ = self.rearm_mask.compare_exchange(mask, next, Ordering::SeqCst, Ordering::SeqCst);
     }
 
     /// The socket is being closed: out of `STEADY` (else it would stay
@@ -749,7 +798,9 @@ impl Drop for Call {
         // One step: this thread is out, one more call finished.
         let w = self.s.calls.0.fetch_add(EXIT_ONE.wrapping_sub(1), Ordering::SeqCst);
         // Every n-th call on a steady socket pushes its timer forward.
-        if Calls::exits(w).wrapping_add(1) & self.s.rearm_mask.load(Ordering::Relaxed) == 0 {
+        // (SeqCst: against `timer_expired`'s store of 0 before it sees
+        // this thread inside; a plain load on x86.)
+        if Calls::exits(w).wrapping_add(1) & self.s.rearm_mask.load(Ordering::SeqCst) == 0 {
             self.s.push_timer();
         }
         // The usual way out: the last thread out of a call that showed the
@@ -847,18 +898,35 @@ pub fn hand_over_now() {
 }
 
 /// A steady socket's timer expired (the engine's token `TIMER_TOKEN | fd`):
-/// its application stopped calling in, or slowed down. The socket goes
-/// back to the hand-off list; true if one did (look at the list now). An
-/// expiry of a timer whose socket already left `STEADY` is ignored.
+/// its application stopped calling in, or slowed down, or is inside a long
+/// call. In the last case the socket stays steady, its timer unarmed: the
+/// way out of that call pushes it (every call's does, until they come
+/// often enough again: `push_timer`), and there is nothing to hand over
+/// before. Otherwise the socket goes back to the hand-off list; true if
+/// one did (look at the list now). An expiry of a timer whose socket
+/// already left `STEADY` is ignored.
 pub fn timer_expired(fd: i32) -> bool {
     let mut st = STEADY.lock().unwrap_or_else(|e| e.into_inner());
     let Some(i) = st.iter().position(|s| s.timer.is(fd)) else {
         return false;
     };
+    // Once out of the call, calls push twice as often as before (this
+    // expiry says they came too rarely, unless the call was just long).
+    // Then the mask, then the look (both SeqCst, as the way out's count and
+    // its load of the mask): either this sees the last thread's exit, or
+    // that exit sees the mask and pushes.
+    let mask = st[i].rearm_mask.load(Ordering::SeqCst);
+    if mask != NOT_STEADY {
+        st[i].resume_mask.store(mask >> 1, Ordering::SeqCst);
+    }
+    st[i].rearm_mask.store(0, Ordering::SeqCst);
+    if Calls::active(st[i].calls.load()) > 0 {
+        return false;
+    }
     let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
     if h.try_reserve(1).is_err() {
         // No memory for the list: steady a while longer.
-        st[i].timer.arm(HANDOFF_TICK_MS as u32, false);
+        let _ = st[i].timer.arm(HANDOFF_TICK_MS as u32, false);
         return false;
     }
     let s = st.swap_remove(i);

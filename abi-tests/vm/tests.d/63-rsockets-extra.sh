@@ -6,7 +6,8 @@
 #     unaccepted connections freed with their listener, accepts not held up
 #     by a stuck handshake, descriptors above 65535, a credit update that
 #     reaches the sender while the receiver makes no call (also after a
-#     second of calls, during which the progress engine must not wake),
+#     second of calls, during which the progress engine must not wake), no
+#     engine wake-up every 16 ms while a blocking receive waits,
 #     1000 connect/exchange/close cycles from 8 threads with nothing left
 #     behind;
 #  2. riostream (and, on request, rstream and rcopy; below) under valgrind with
