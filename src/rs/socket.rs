@@ -710,10 +710,10 @@ impl RSocket {
     /// was still that near the whole `STEADY_EXPIRY_MS` away), calls push
     /// half as often from now on; more than one and a half ago, twice as
     /// often. So pushes settle between 2 and 24 ms apart, clear of the
-    /// expiry at 32; the rate the engine saw (8 to 16 ms) is left alone. The mask changes
-    /// only if the engine changed nothing meanwhile. (A stale push, racing
-    /// with the socket's leaving `STEADY`, only makes the timer expire once
-    /// more for nothing.)
+    /// expiry at 32; the rate the engine saw (8 to 16 ms) is left alone.
+    /// The mask changes only if the engine changed nothing meanwhile. (A
+    /// stale push, racing with the socket's leaving `STEADY`, only makes the
+    /// timer expire once more for nothing.)
     #[cold]
     #[inline(never)]
     fn push_timer(&self) {
