@@ -34,8 +34,12 @@
 # Then the fallbacks (our preload, a peer without the preload): a plain
 # server that sends first (its bytes are not "ready": TCP kept at once), a
 # plain server the client sends to first (no "ready" comes: TCP kept after
-# RSPRELOAD_FORK_TIMEOUT), a plain client that sends first to our fork-mode
-# server (it is not moving: TCP kept), and both sides ours over 127.0.0.1
+# RSPRELOAD_FORK_TIMEOUT), a plain client (abi-tests/preload/plainclient.py)
+# that sends at once to our fork-mode server (TCP kept: its data came
+# before the server's first read, or after "ready", which the client then
+# gets), the same client sending 1 s after it connected (the server sent
+# "ready" and waits: the data ends the wait, TCP kept, the client gets
+# "ready" alone), and both sides ours over 127.0.0.1
 # (no RDMA there: the client's rsocket connect fails after "ready", it
 # reads "ready" away and both keep TCP), all with the data intact. Last,
 # rstream -T f with our preload under valgrind.
@@ -282,11 +286,36 @@ fallback() {
 			socat -u "TCP4-LISTEN:$port,bind=$ADDR,reuseaddr" "OPEN:$tmp/fb.out,creat,trunc" 2>"$tmp/fb-$name.log" &
 		s=$!
 		wait_tcp_listen "$port" "$s"
-		env "${ce[@]}" RSPRELOAD_FORK_TIMEOUT=3 RSPRELOAD_FORK_DEBUG=1 timeout -k 2 "$T" \
-			socat -u "OPEN:$tmp/fb.in" "TCP4:$ADDR:$port" 2>>"$tmp/fb-$name.log" || why="client exit $?"
+		if [ "$cs" = plain ]; then
+			# A client without the preload: plainclient.py reads what
+			# comes back ("ready" when the server's first read came
+			# before the data) before it closes. (socat -u closed with
+			# "ready" unread: its kernel reset the connection and
+			# dropped the data it had not sent yet, 1 run in ~6.)
+			timeout -k 2 "$T" python3 "$REPO/abi-tests/preload/plainclient.py" "$ADDR" "$port" "$tmp/fb.in" \
+				"${delay:-0}" >"$tmp/fb-$name.back" 2>>"$tmp/fb-$name.log" || why="client exit $?"
+		else
+			env "${ce[@]}" RSPRELOAD_FORK_TIMEOUT=3 RSPRELOAD_FORK_DEBUG=1 timeout -k 2 "$T" \
+				socat -u "OPEN:$tmp/fb.in" "TCP4:$ADDR:$port" 2>>"$tmp/fb-$name.log" || why="client exit $?"
+		fi
 	fi
 	wait "$s" || why="${why:+$why; }server exit $?"
 	el=$(echo "$(date +%s.%N) - $t0s" | bc)
+	if [ "$cs" = plain ]; then
+		# What the client got back: nothing when its data came first,
+		# "ready" (4 zero bytes) when the server's first read came first.
+		local back
+		back=$(cat "$tmp/fb-$name.back" 2>/dev/null)
+		if grep -q 'the peer went on over TCP' "$tmp/fb-$name.log"; then
+			[ "$back" = "back 4 00000000" ] || why="${why:+$why; }the client got '$back', not \"ready\" alone"
+		elif grep -q 'the peer spoke (or hung up) before any "ready"' "$tmp/fb-$name.log"; then
+			[ "$back" = "back 0 -" ] || why="${why:+$why; }the client got '$back', not nothing"
+		else
+			why="${why:+$why; }no reason for keeping TCP in the server's debug lines"
+		fi
+		[ -z "${want_reason:-}" ] || grep -q "$want_reason" "$tmp/fb-$name.log" ||
+			why="${why:+$why; }the server did not report '$want_reason'"
+	fi
 	fallback_check "$name" "$min" "$max"
 }
 
@@ -309,6 +338,9 @@ fallback_check() {
 fallback server-speaks-first plain 1 ours 0 10
 fallback no-ready plain 0 ours 3 15
 fallback plain-client ours 0 plain 0 10
+# The client's data comes 1 s after it connected: the server has sent
+# "ready" and waits for the rsocket connection when the data comes.
+delay=1 want_reason="the peer went on over TCP" fallback plain-client-late ours 0 plain 1 10
 
 # Both sides ours over 127.0.0.1 (no RDMA device there): the client's
 # rsocket connect fails after "ready", it reads "ready" away; the server
