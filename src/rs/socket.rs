@@ -925,7 +925,11 @@ pub fn timer_expired(fd: i32) -> bool {
     }
     let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
     if h.try_reserve(1).is_err() {
-        // No memory for the list: steady a while longer.
+        // No memory for the list: steady a while longer, the calls pushing
+        // at their earlier rate (unless an exit already set one).
+        if mask != NOT_STEADY {
+            let _ = st[i].rearm_mask.compare_exchange(0, mask, Ordering::SeqCst, Ordering::SeqCst);
+        }
         let _ = st[i].timer.arm(HANDOFF_TICK_MS as u32, false);
         return false;
     }
