@@ -207,22 +207,37 @@ fn dg_len(r: &dgram::Received, flags: c_int) -> usize {
     }
 }
 
+/// A receive: a stream socket's looked up first (the common case), a
+/// datagram socket's after.
 #[inline(always)]
 fn recv(socket: c_int, dst: &mut [IoSliceMut], flags: c_int) -> Result<usize> {
-    if let Some(d) = dgram::lookup(socket) {
-        return dgram::recv(&d, dst, flags).map(|r| dg_len(&r, flags));
-    }
-    let call = socket::RSocket::enter_owned(socket::lookup(socket)?);
-    api::recv(&call, dst, flags)
+    let Ok(s) = socket::lookup(socket) else { return recv_dgram(socket, dst, flags) };
+    let call = socket::RSocket::enter_owned(s);
+    let r = api::recv(&call, dst, flags);
+    call.finish();
+    r
 }
 
+#[inline(never)]
+fn recv_dgram(socket: c_int, dst: &mut [IoSliceMut], flags: c_int) -> Result<usize> {
+    let d = dgram::lookup(socket).ok_or(Error::Errno(libc::EBADF))?;
+    dgram::recv(&d, dst, flags).map(|r| dg_len(&r, flags))
+}
+
+/// A send, looked up as [`recv`] does.
 #[inline(always)]
 fn send(socket: c_int, src: &[IoSlice], flags: c_int) -> Result<usize> {
-    if let Some(d) = dgram::lookup(socket) {
-        return dgram::send(&d, src, flags, None);
-    }
-    let call = socket::RSocket::enter_owned(socket::lookup(socket)?);
-    api::send(&call, src, flags)
+    let Ok(s) = socket::lookup(socket) else { return send_dgram(socket, src, flags) };
+    let call = socket::RSocket::enter_owned(s);
+    let r = api::send(&call, src, flags);
+    call.finish();
+    r
+}
+
+#[inline(never)]
+fn send_dgram(socket: c_int, src: &[IoSlice], flags: c_int) -> Result<usize> {
+    let d = dgram::lookup(socket).ok_or(Error::Errno(libc::EBADF))?;
+    dgram::send(&d, src, flags, None)
 }
 
 /// A datagram's source as a socket address.

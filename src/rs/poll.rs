@@ -159,7 +159,9 @@ fn look(fds: &mut [libc::pollfd], socks: &[Entry], timeout: i32) -> Option<i32> 
 fn first_look(fds: &mut [libc::pollfd]) -> Option<i32> {
     let mut ready = 0;
     for p in fds.iter_mut() {
-        p.revents = stream_revents(&RSocket::enter_owned(socket::lookup(p.fd).ok()?), p.events);
+        let call = RSocket::enter_owned(socket::lookup(p.fd).ok()?);
+        p.revents = stream_revents(&call, p.events);
+        call.finish();
         ready += (p.revents != 0) as i32;
     }
     Some(ready)

@@ -792,9 +792,21 @@ impl RSocket {
     }
 }
 
-impl Drop for Call {
-    #[inline]
-    fn drop(&mut self) {
+impl Call {
+    /// The end of a call that returns normally: what dropping it does,
+    /// inline in the caller (the hottest calls end here; an unwinding
+    /// call still ends in `drop`).
+    #[inline(always)]
+    pub fn finish(self) {
+        let me = std::mem::ManuallyDrop::new(self);
+        me.leave();
+        // SAFETY: the reference is read out once; `me` is never dropped.
+        drop(unsafe { std::ptr::read(&me.s) });
+    }
+
+    /// The way out: the call's count, the timer's push, the descriptor.
+    #[inline(always)]
+    fn leave(&self) {
         // One step: this thread is out, one more call finished.
         let w = self.s.calls.0.fetch_add(EXIT_ONE.wrapping_sub(1), Ordering::SeqCst);
         // Every n-th call on a steady socket pushes its timer forward.
@@ -811,6 +823,13 @@ impl Drop for Call {
             return;
         }
         self.exit(w);
+    }
+}
+
+impl Drop for Call {
+    #[inline]
+    fn drop(&mut self) {
+        self.leave();
     }
 }
 
