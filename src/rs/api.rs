@@ -249,6 +249,14 @@ pub fn recv(s: &Call, dst: &mut [IoSliceMut], flags: i32) -> Result<usize> {
             }
         }
     }
+    recv_slow(s, g, dst, flags)
+}
+
+/// Every receive but [`recv_fast`]'s, out of line: the data calls' common
+/// case stays a few lines of code (docs/speed.md, "Hot code together").
+#[cold]
+#[inline(never)]
+fn recv_slow(s: &Call, g: Guard, dst: &mut [IoSliceMut], flags: i32) -> Result<usize> {
     let ((mut g, r), unchanged) = recv_locked(s, g, dst, flags);
     s.show_unless_unchanged(&mut g, unchanged);
     r
@@ -391,25 +399,36 @@ fn skip<'a, 'b>(dst: &'a mut [IoSliceMut<'b>], mut n: usize) -> &'a mut [IoSlice
 /// partial count when a later chunk cannot go.
 #[inline(always)]
 pub fn send(s: &Call, src: &[IoSlice], flags: i32) -> Result<usize> {
-    let (mut g, r) = send_locked(s, s.lock(), src, flags);
+    let mut g = s.lock();
+    if let ([one], Phase::Connected, true) = (src, g.phase, g.wr) {
+        // The commonest send (one small buffer, room for it), before
+        // anything else is looked at: one message, after the iomap entries
+        // waiting to go first. Otherwise the chunks below send it.
+        let nonblock = nonblocking(&g, flags);
+        if let Err(e) = super::iomap::flush(&mut g, nonblock) {
+            s.show_at_exit(&mut g);
+            return Err(e);
+        }
+        if let Some(r) = g.conn.as_mut().and_then(|c| c.send_whole_inline(one)) {
+            s.show_at_exit(&mut g);
+            return r.map(|()| one.len());
+        }
+    }
+    send_slow(s, g, src, flags)
+}
+
+/// Every send but the one-message case, out of line (as [`recv_slow`]).
+#[cold]
+#[inline(never)]
+fn send_slow(s: &Call, g: Guard, src: &[IoSlice], flags: i32) -> Result<usize> {
+    let (mut g, r) = send_locked(s, g, src, flags);
     s.show_at_exit(&mut g);
     r
 }
 
 #[inline(always)]
-fn send_locked<'a>(s: &'a RSocket, mut g: Guard<'a>, src: &[IoSlice], flags: i32) -> Locked<'a, usize> {
+fn send_locked<'a>(s: &'a RSocket, g: Guard<'a>, src: &[IoSlice], flags: i32) -> Locked<'a, usize> {
     let nonblock = nonblocking(&g, flags);
-    if let ([one], Phase::Connected, true) = (src, g.phase, g.wr) {
-        // The commonest send (one small buffer, room for it), before
-        // anything else is looked at: one message, after the iomap entries
-        // waiting to go first. Otherwise the chunks below send it.
-        if let Err(e) = super::iomap::flush(&mut g, nonblock) {
-            return (g, Err(e));
-        }
-        if let Some(r) = g.conn.as_mut().and_then(|c| c.send_whole_inline(one)) {
-            return (g, r.map(|()| one.len()));
-        }
-    }
     let mut g = match wait_open(s, g, nonblock) {
         Ok(g) => g,
         Err(e) => return (s.lock(), Err(e)),
