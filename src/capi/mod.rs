@@ -32,8 +32,7 @@ pub mod rsocket;
 /// value; on failure (a panic is EIO) let `on_err` decide what C sees.
 fn boundary<T>(f: impl FnOnce() -> Result<T>, on_err: impl FnOnce(Error) -> T) -> T {
     // The thread's errno lives at one address for the thread's life.
-    // SAFETY: glibc's __errno_location never fails.
-    let place = unsafe { libc::__errno_location() };
+    let place = errno_place();
     // SAFETY: the calling thread's errno.
     let saved = unsafe { *place };
     match catch_unwind(AssertUnwindSafe(f)) {
@@ -45,6 +44,72 @@ fn boundary<T>(f: impl FnOnce() -> Result<T>, on_err: impl FnOnce(Error) -> T) -
         Ok(Err(e)) => on_err(e),
         Err(_) => on_err(Error::Errno(libc::EIO)),
     }
+}
+
+/// The calling thread's errno.
+///
+/// On x86-64 the C library's errno is a thread-local variable of the
+/// initial-exec kind (glibc) or a field of the thread's control block
+/// (musl): either way it lies at one offset from the thread pointer, the
+/// same in every thread (the x86-64 ELF TLS ABI; `%fs:0` holds the thread
+/// pointer itself). That offset is learnt from `__errno_location` once;
+/// after that the address costs two instructions and no call into the C
+/// library, which the data calls make on every call (docs/speed.md, "Hot
+/// code together").
+#[inline(always)]
+fn errno_place() -> *mut c_int {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let off = ERRNO_OFFSET.load(std::sync::atomic::Ordering::Relaxed);
+        if off != UNLEARNT && off != NO_OFFSET {
+            return thread_pointer().wrapping_add(off as usize) as *mut c_int;
+        }
+        errno_place_learn()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: __errno_location never fails.
+    unsafe {
+        libc::__errno_location()
+    }
+}
+
+/// The errno offset from the thread pointer, once learnt.
+#[cfg(target_arch = "x86_64")]
+static ERRNO_OFFSET: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(UNLEARNT);
+/// Not learnt yet.
+#[cfg(target_arch = "x86_64")]
+const UNLEARNT: isize = isize::MIN;
+/// Not near the thread pointer: always ask `__errno_location`.
+#[cfg(target_arch = "x86_64")]
+const NO_OFFSET: isize = isize::MIN + 1;
+
+/// The thread pointer (`%fs:0`: the thread control block's pointer to
+/// itself).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn thread_pointer() -> usize {
+    let tp: usize;
+    // SAFETY: reads one word of the calling thread's control block.
+    unsafe {
+        std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, preserves_flags, readonly, pure));
+    }
+    tp
+}
+
+/// `errno_place` the first time (and always, where errno is not near the
+/// thread pointer).
+#[cfg(target_arch = "x86_64")]
+#[cold]
+#[inline(never)]
+fn errno_place_learn() -> *mut c_int {
+    // SAFETY: __errno_location never fails.
+    let place = unsafe { libc::__errno_location() };
+    let off = (place as usize).wrapping_sub(thread_pointer()) as isize;
+    // Static TLS and the control block lie within a few pages of the
+    // thread pointer; anything else is not relied on.
+    let learnt = if off.unsigned_abs() < 1 << 20 { off } else { NO_OFFSET };
+    ERRNO_OFFSET.store(learnt, std::sync::atomic::Ordering::Relaxed);
+    place
 }
 
 /// Set errno for a failure and return the function's failure value.
@@ -207,6 +272,36 @@ mod tests {
         assert_eq!(errno(), 77, "EAI codes leave errno alone");
         assert!(guard_ptr::<u8>(|| Err(Error::Eai(-2))).is_null());
         assert_eq!(errno(), libc::EIO);
+    }
+
+    #[test]
+    fn errno_is_found_in_every_thread() {
+        // SAFETY: __errno_location never fails.
+        let own = || unsafe { libc::__errno_location() };
+        assert_eq!(errno_place(), own());
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                std::thread::spawn(move || {
+                    // Learnt in one thread or another; right in each.
+                    assert_eq!(errno_place() as usize, own() as usize);
+                    set_errno(100 + i);
+                    assert_eq!(guard(|| Ok(0)), 0);
+                    // A call that clobbers errno and succeeds leaves it.
+                    assert_eq!(
+                        guard(|| {
+                            set_errno(5);
+                            Ok(0)
+                        }),
+                        0
+                    );
+                    assert_eq!(errno(), 100 + i);
+                    errno_place() as usize
+                })
+            })
+            .collect();
+        let places: Vec<usize> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert!(places.iter().all(|&p| p != own() as usize), "each thread has its own errno");
+        assert_eq!(errno_place(), own());
     }
 
     #[test]
