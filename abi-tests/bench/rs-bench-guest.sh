@@ -49,7 +49,12 @@
 #     nothing (waiting), and the processes' CPU time and involuntary
 #     switches; medians, the median over rounds of ours - upstream and in
 #     how many rounds ours was the larger.
-# PARTS (default 12345) picks the parts to run.
+#  6. rpoll with a timeout: build/bench/rs_bench latwait (each non-blocking
+#     rsend and rrecv after rpoll(timeout -1), so the caller sleeps in
+#     poll() until the socket is ready), 64-byte round trips, both
+#     libraries, ROUNDS interleaved rounds: µs per round trip, medians and
+#     the median of the rounds' own ratios.
+# PARTS (default 123456) picks the parts to run.
 set -uo pipefail
 L=$PWD/build
 ROUNDS=${ROUNDS:-7}
@@ -79,7 +84,19 @@ one() { # lib(ours|upstream|tcp) args -> the value of rstream's last column pair
 	wait "$spid" 2>/dev/null
 	echo "$out"
 }
-PARTS=${PARTS:-12345}
+# paired "upstream values" "ours values" (one per round, in round order) ->
+# "median min max" of the per-round ratios ours / upstream (rounds where
+# both ran)
+paired() {
+	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
+		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) r[++k] = y[i] / x[i]
+		if (k == 0) { print "- - -"; exit }
+		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+		printf "%.2f %.2f %.2f", r[int((k + 1) / 2)], r[1], r[k] }'
+}
+# verdict RATIO le|ge -> met or MISS against 1.0
+verdict() { awk -v r="$1" -v op="$2" 'BEGIN { ok = (op == "le") ? r <= 1.0 : r >= 1.0; print (r != "-" && ok) ? "met" : "MISS" }'; }
+PARTS=${PARTS:-123456}
 part() { [[ $PARTS == *$1* ]]; }
 if part 1; then
 # Each measurement runs the two libraries one right after the other, the
@@ -103,18 +120,6 @@ for ((r = 0; r < ROUNDS; r++)); do
 		done
 	done
 done
-# paired "upstream values" "ours values" (one per round, in round order) ->
-# "median min max" of the per-round ratios ours / upstream (rounds where
-# both ran)
-paired() {
-	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
-		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) r[++k] = y[i] / x[i]
-		if (k == 0) { print "- - -"; exit }
-		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
-		printf "%.2f %.2f %.2f", r[int((k + 1) / 2)], r[1], r[k] }'
-}
-# verdict RATIO le|ge -> met or MISS against 1.0
-verdict() { awk -v r="$1" -v op="$2" 'BEGIN { ok = (op == "le") ? r <= 1.0 : r >= 1.0; print (r != "-" && ok) ? "met" : "MISS" }'; }
 printf '%-34s %10s %10s %8s %11s %10s  %s\n' "rstream" upstream rdmacm-rs ratio "rounds" "TCP (-T s)" target
 for mode in nb b a; do
 	case $mode in nb) name="non-blocking (default)" ;; b) name="blocking (-T b)" ;; a) name="rpoll (-T a)" ;; esac
@@ -385,4 +390,33 @@ if part 5 && [ -f "$W" ]; then
 	echo " libibverbs' doorbell, in which the kernel's soft-RoCE does the work; with -T a, upstream posts its credit updates"
 	echo " from rpoll, outside the rows)"
 	rm -f "$out" "$out.bw"
+fi
+
+# 6. rpoll with a timeout before each call
+if part 6 && [ -x build/bench/rs_bench ]; then
+	B=$PWD/build/bench/rs_bench
+	declare -A lw
+	for ((r = 0; r < ROUNDS; r++)); do
+		if ((r % 2)); then order="ours upstream"; else order="upstream ours"; fi
+		for lib in $order; do
+			env=X=1; [ $lib = ours ] && env=LD_LIBRARY_PATH=$L
+			port=$((port + 1))
+			env "$env" timeout 120 "$B" server $port >/dev/null 2>&1 &
+			spid=$!
+			wait_listen $port
+			v=$(env "$env" timeout 120 "$B" client 192.0.2.1 $port latwait 2000 64 2>/dev/null | awk '{ print $NF }')
+			kill "$spid" 2>/dev/null
+			wait "$spid" 2>/dev/null
+			lw[$lib]+="${v:-0} "
+		done
+	done
+	echo
+	printf '%-34s %10s %10s %8s %11s  %s\n' "rpoll(timeout -1) first" upstream rdmacm-rs ratio "rounds" target
+	u=$(med <<<"${lw[upstream]}") o=$(med <<<"${lw[ours]}")
+	read -r r lo hi <<<"$(paired "${lw[upstream]}" "${lw[ours]}")"
+	printf '%-34s %10s %10s %8s %11s  %s\n' "latency us, 64-byte ping-pong" "$u" "$o" "$r" "$lo-$hi" "<= 1.0 $(verdict "$r" le)"
+	echo "(build/bench/rs_bench latwait 2000 64: each rsend and rrecv, non-blocking, after rpoll(POLLOUT or POLLIN,"
+	echo " timeout -1), as a program that sleeps in poll() (or runs under the preload) makes them; $ROUNDS interleaved"
+	echo " rounds, medians; ratio: median of the rounds' own ratios ours / upstream, rounds: their range)"
+	echo " per-round: upstream ${lw[upstream]}/ ours ${lw[ours]}"
 fi

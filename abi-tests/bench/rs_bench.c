@@ -12,6 +12,9 @@
  *           loop (rstream's default)
  *   latpoll N round trips of SIZE bytes, each non-blocking call after
  *           rpoll(timeout 0) called until the socket is ready (rstream -T a)
+ *   latwait N round trips of SIZE bytes, each non-blocking call after
+ *           rpoll(timeout -1): the caller sleeps until the socket is ready
+ *           (a poll loop with a timeout, as programs under the preload run)
  *   bw      N sends of SIZE bytes, then a 1-byte answer
  *   idlepoll N rpoll(POLLIN, timeout 0) calls on an idle connection (each
  *           returns 0): one turn of a polling loop, which sets how soon a
@@ -32,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { EAGAIN_STEP = 1, LAT, LATNB, BW, LATPOLL, IDLEPOLL };
+enum { EAGAIN_STEP = 1, LAT, LATNB, BW, LATPOLL, IDLEPOLL, LATWAIT };
 
 static double now_us(void)
 {
@@ -41,15 +44,16 @@ static double now_us(void)
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
-/* nb: 0 blocking calls, 1 non-blocking, 2 non-blocking after rpoll */
+/* nb: 0 blocking calls, 1 non-blocking, 2 non-blocking after rpoll (timeout 0,
+ * retried), 3 non-blocking after rpoll (timeout -1) */
 static int xfer(int fd, void *buf, size_t len, int send, int nb)
 {
 	size_t off = 0;
 	while (off < len) {
-		if (nb == 2) {
+		if (nb >= 2) {
 			struct pollfd p = { .fd = fd, .events = send ? POLLOUT : POLLIN };
 			int n;
-			while ((n = rpoll(&p, 1, 0)) == 0)
+			while ((n = rpoll(&p, 1, nb == 3 ? -1 : 0)) == 0)
 				;
 			/* A hang-up that comes with the awaited event still
 			 * lets the call go (upstream's rpoll reports POLLHUP
@@ -71,7 +75,7 @@ static int xfer(int fd, void *buf, size_t len, int send, int nb)
 
 static int nb_of(uint32_t step)
 {
-	return step == LATNB ? 1 : step == LATPOLL ? 2 : 0;
+	return step == LATNB ? 1 : step == LATPOLL ? 2 : step == LATWAIT ? 3 : 0;
 }
 
 static int serve(int fd)
@@ -94,6 +98,7 @@ static int serve(int fd)
 	case LAT:
 	case LATNB:
 	case LATPOLL:
+	case LATWAIT:
 		for (uint32_t i = 0; i < n && !ret; i++)
 			ret = xfer(fd, buf, size, 0, nb_of(step)) || xfer(fd, buf, size, 1, nb_of(step));
 		break;
@@ -146,12 +151,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (argc != 7 || strcmp(argv[1], "client")) {
-		fprintf(stderr, "usage: rs_bench server PORT | client ADDR PORT eagain|lat|latnb|latpoll|bw|idlepoll N SIZE\n");
+		fprintf(stderr, "usage: rs_bench server PORT | client ADDR PORT eagain|lat|latnb|latpoll|bw|idlepoll|latwait N SIZE\n");
 		return 2;
 	}
-	const char *steps[] = { "", "eagain", "lat", "latnb", "bw", "latpoll", "idlepoll" };
+	const char *steps[] = { "", "eagain", "lat", "latnb", "bw", "latpoll", "idlepoll", "latwait" };
 	uint32_t step = 0;
-	for (uint32_t i = 1; i < 7; i++)
+	for (uint32_t i = 1; i < sizeof steps / sizeof steps[0]; i++)
 		if (!strcmp(argv[4], steps[i]))
 			step = i;
 	uint32_t n = atoi(argv[5]), size = atoi(argv[6]);
@@ -195,6 +200,7 @@ int main(int argc, char **argv)
 	case LAT:
 	case LATNB:
 	case LATPOLL:
+	case LATWAIT:
 		for (uint32_t i = 0; i < n && !ret; i++)
 			ret = xfer(fd, buf, size, 1, nb_of(step)) || xfer(fd, buf, size, 0, nb_of(step));
 		break;

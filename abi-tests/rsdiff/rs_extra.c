@@ -7,7 +7,8 @@
  *   plain-poll       an rsocket descriptor in plain poll(2), epoll(7) and
  *                    select(2): writable at once, readable when data
  *                    arrives (no library call in between), not readable
- *                    once read (also when rpoll saw the data first),
+ *                    once read (also when rpoll saw the data first, at
+ *                    once or after sleeping),
  *                    readable and hung up after the peer's shutdown
  *   close-bounded    rclose of a blocking socket whose peer was killed with
  *                    sends outstanding returns within its 2 s drain; a
@@ -147,6 +148,14 @@ static int pair(int port, int *l, int *srv, int *cli)
 
 /* ---- plain-poll ---- */
 
+/* 200 ms later, two bytes from the socket at arg */
+static void *send_later(void *arg)
+{
+	usleep(200000);
+	rsend(*(int *)arg, "st", 2, 0);
+	return NULL;
+}
+
 static void c_plain_poll(void)
 {
 	int l, srv, cli, ep;
@@ -215,6 +224,28 @@ static void c_plain_poll(void)
 		fail("rrecv after rpoll and poll() did not return the 2 bytes");
 	if (plain_poll(cli, POLLIN, 200) & POLLIN)
 		fail("still readable after the rpoll-announced data was read");
+	/* the same when rpoll slept until the data came (it spins 10 us,
+	 * then sleeps; the data is sent 200 ms later by another thread) */
+	{
+		struct pollfd p = { .fd = cli, .events = POLLIN };
+		pthread_t t;
+		int n;
+		if (pthread_create(&t, NULL, send_later, &srv)) {
+			fail("pthread_create");
+			return;
+		}
+		n = rpoll(&p, 1, 5000);
+		pthread_join(t, NULL);
+		if (n != 1 || !(p.revents & POLLIN))
+			fail("rpoll(timeout 5000): data sent after 200 ms, not POLLIN (%d, revents %#x)", n, p.revents);
+	}
+	r = plain_poll(cli, POLLIN, 2000);
+	if (!(r & POLLIN))
+		fail("poll() after a sleeping rpoll reported data: not readable within 2 s (revents %#x)", r);
+	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 2)
+		fail("rrecv after a sleeping rpoll and poll() did not return the 2 bytes");
+	if (plain_poll(cli, POLLIN, 200) & POLLIN)
+		fail("still readable after the data a sleeping rpoll announced was read");
 	/* the peer shuts down: readable (EOF) and hung up */
 	rshutdown(srv, SHUT_RDWR);
 	r = plain_poll(cli, POLLIN, 5000);

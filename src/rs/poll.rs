@@ -272,9 +272,14 @@ fn poll_rest(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
                         }
                     }
                     if p.revents != 0 {
+                        // Returned without sleeping: left as the first look
+                        // leaves it (the caller acts next).
                         ready += 1;
+                        s.leave_unshown(&mut g);
+                    } else {
+                        // Slept on: the descriptor shows the state now.
+                        s.show(&mut g);
                     }
-                    s.show(&mut g);
                     slots.push((set.len(), comp.map(|_| set.len() + 1)));
                     set.push(libc::pollfd {
                         fd: s.fd(),
@@ -329,6 +334,17 @@ fn poll_rest(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
                     p.revents = revents(&mut g, p.events);
                     if was == 0 && p.revents != 0 {
                         ready += 1;
+                    }
+                    // A socket that became ready while this thread slept is
+                    // left unshown, as by the first look: a caller that polls
+                    // before each receive would otherwise pay two system
+                    // calls a message (shown readable on the way out of
+                    // rpoll, unreadable again by the receive that follows).
+                    // One that is not ready is shown on the way out.
+                    if p.revents != 0 {
+                        s.leave_unshown(&mut g);
+                    } else {
+                        s.forget_shown();
                     }
                 }
                 Entry::Plain => {
