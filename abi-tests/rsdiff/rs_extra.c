@@ -156,6 +156,21 @@ static void *send_later(void *arg)
 	return NULL;
 }
 
+/* `who` (an rpoll) reported 2 bytes on cli and nothing read them: the
+ * descriptor turns readable for plain poll() with no further library call,
+ * the bytes are there, and it is not readable once they are read */
+static void announced(int cli, const char *who)
+{
+	char b[64];
+	short r = plain_poll(cli, POLLIN, 2000);
+	if (!(r & POLLIN))
+		fail("poll() after %s reported data: not readable within 2 s (revents %#x)", who, r);
+	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 2)
+		fail("rrecv after %s and poll() did not return the 2 bytes", who);
+	if (plain_poll(cli, POLLIN, 200) & POLLIN)
+		fail("still readable after the data %s announced was read", who);
+}
+
 static void c_plain_poll(void)
 {
 	int l, srv, cli, ep;
@@ -217,13 +232,7 @@ static void c_plain_poll(void)
 		if (n != 1 || !(p.revents & POLLIN))
 			fail("rpoll(timeout 0): data sent, never POLLIN (%d, revents %#x)", n, p.revents);
 	}
-	r = plain_poll(cli, POLLIN, 2000);
-	if (!(r & POLLIN))
-		fail("poll() after rpoll reported data: not readable within 2 s (revents %#x)", r);
-	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 2)
-		fail("rrecv after rpoll and poll() did not return the 2 bytes");
-	if (plain_poll(cli, POLLIN, 200) & POLLIN)
-		fail("still readable after the rpoll-announced data was read");
+	announced(cli, "rpoll");
 	/* the same when rpoll slept until the data came (it spins 10 us,
 	 * then sleeps; the data is sent 200 ms later by another thread) */
 	{
@@ -239,13 +248,7 @@ static void c_plain_poll(void)
 		if (n != 1 || !(p.revents & POLLIN))
 			fail("rpoll(timeout 5000): data sent after 200 ms, not POLLIN (%d, revents %#x)", n, p.revents);
 	}
-	r = plain_poll(cli, POLLIN, 2000);
-	if (!(r & POLLIN))
-		fail("poll() after a sleeping rpoll reported data: not readable within 2 s (revents %#x)", r);
-	if (rrecv(cli, b, sizeof b, MSG_DONTWAIT) != 2)
-		fail("rrecv after a sleeping rpoll and poll() did not return the 2 bytes");
-	if (plain_poll(cli, POLLIN, 200) & POLLIN)
-		fail("still readable after the data a sleeping rpoll announced was read");
+	announced(cli, "a sleeping rpoll");
 	/* the peer shuts down: readable (EOF) and hung up */
 	rshutdown(srv, SHUT_RDWR);
 	r = plain_poll(cli, POLLIN, 5000);
