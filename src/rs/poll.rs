@@ -272,10 +272,9 @@ fn poll_rest(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
                         }
                     }
                     if p.revents != 0 {
-                        // Returned without sleeping: left as the first look
-                        // leaves it (the caller acts next).
+                        // This pass does not sleep; the look after `poll()`
+                        // below decides what the descriptor shows.
                         ready += 1;
-                        s.leave_unshown(&mut g);
                     } else {
                         // Slept on: the descriptor shows the state now.
                         s.show(&mut g);
@@ -335,16 +334,15 @@ fn poll_rest(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
                     if was == 0 && p.revents != 0 {
                         ready += 1;
                     }
-                    // A socket that became ready while this thread slept is
-                    // left unshown, as by the first look: a caller that polls
-                    // before each receive would otherwise pay two system
-                    // calls a message (shown readable on the way out of
-                    // rpoll, unreadable again by the receive that follows).
-                    // One that is not ready is shown on the way out.
+                    // A ready socket is left unshown, as by the first look:
+                    // a caller that polls before each receive would
+                    // otherwise pay two system calls a message (shown
+                    // readable on the way out of rpoll, unreadable again by
+                    // the receive that follows). One that is not ready is
+                    // shown on the way out (the call's flag is still unset:
+                    // every pass that finds a socket ready returns).
                     if p.revents != 0 {
                         s.leave_unshown(&mut g);
-                    } else {
-                        s.forget_shown();
                     }
                 }
                 Entry::Plain => {

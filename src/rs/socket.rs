@@ -547,7 +547,7 @@ impl Call {
     }
 
     /// The end of a call that told the caller the state of a connected
-    /// socket (`rpoll` returning without sleeping): the descriptor is left
+    /// socket (`rpoll` returning it ready, at once or after sleeping): the descriptor is left
     /// as it is, as for data a call took in and consumed. The caller acts
     /// next (typically a receive that leaves the socket as shown); if it
     /// stays away instead, the engine's hand-off shows the state a look
