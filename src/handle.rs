@@ -210,6 +210,7 @@ impl<T: 'static> FdMap<T> {
     /// A counted reference to the value of `fd`.
     pub fn get(&self, fd: usize) -> Option<Shared<T>> {
         if fd >= FD_DIRECT {
+            std::hint::cold_path();
             return self.big.get(fd);
         }
         let slot = self.slot(fd)?;

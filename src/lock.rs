@@ -113,6 +113,7 @@ impl<T: ?Sized> Lock<T> {
     #[inline]
     fn unlock(&self) {
         if self.state.swap(UNLOCKED, Ordering::Release) == CONTENDED {
+            std::hint::cold_path();
             futex_wake(&self.state, 1);
         }
     }

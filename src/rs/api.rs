@@ -279,6 +279,7 @@ enum Fast {
 #[inline(always)]
 fn recv_fast(g: &mut Inner, buf: &mut [u8], nonblock: bool) -> Fast {
     if g.phase != Phase::Connected || !g.rd || buf.is_empty() {
+        std::hint::cold_path();
         return Fast::Slow;
     }
     let Some(c) = g.conn.as_mut() else { return Fast::Slow };

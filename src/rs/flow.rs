@@ -196,6 +196,7 @@ impl Flow {
         if self.cur.length != 0 {
             return;
         }
+        std::hint::cold_path();
         let s = read(self.target_index);
         if s.length != 0 {
             clear(self.target_index);

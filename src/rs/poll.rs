@@ -25,6 +25,18 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
     let want_in = events & libc::POLLIN != 0;
     let want_out = events & libc::POLLOUT != 0;
     let mut r = 0;
+    if g.phase == Phase::Connected {
+        // The commonest case first, as the match below has it, without the
+        // match's jump table (an indirect jump on every rpoll).
+        let c = g.conn.as_ref();
+        if want_in && (!g.rd || c.is_some_and(|c| c.has_data())) {
+            r |= libc::POLLIN;
+        }
+        if want_out && g.wr && c.is_some_and(|c| c.can_send()) {
+            r |= libc::POLLOUT;
+        }
+        return r;
+    }
     match g.phase {
         Phase::Listening => {
             // A listener is always writable (as upstream's rpoll reports).

@@ -813,6 +813,7 @@ impl Call {
         // (SeqCst: against `timer_expired`'s store of 0 before it sees
         // this thread inside; a plain load on x86.)
         if Calls::exits(w).wrapping_add(1) & self.s.rearm_mask.load(Ordering::SeqCst) == 0 {
+            std::hint::cold_path();
             self.s.push_timer();
         }
         // The usual way out: the last thread out of a call that showed the

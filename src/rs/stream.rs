@@ -456,6 +456,7 @@ impl Conn {
         if !self.flow.credit_due() {
             return Ok(());
         }
+        std::hint::cold_path();
         self.post_credit_update()
     }
 
