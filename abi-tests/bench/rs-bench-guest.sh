@@ -10,7 +10,8 @@
 #     ratio ours / upstream of each round (the two ran back to back, the
 #     first of them alternating between rounds, so a drift of the guest's
 #     speed between rounds cancels, and so does an advantage of one slot
-#     over the other): their median and range. Both with
+#     over the other): their median and range, and a 95 % interval for
+#     that median from resampling the rounds (a bootstrap). Both with
 #     rstream's default (non-blocking calls retried in a loop), blocking
 #     calls (-T b) and rpoll before each non-blocking call (-T a).
 #  2. user-space instructions per step (callgrind, two run lengths
@@ -54,7 +55,12 @@
 #     poll() until the socket is ready), 64-byte round trips, both
 #     libraries, ROUNDS interleaved rounds: µs per round trip, medians and
 #     the median of the rounds' own ratios.
-# PARTS (default 123456) picks the parts to run.
+#  7. what a library's own instructions weigh in rstream's latency: our
+#     library with build/bench/rs_delay.so preloaded in both processes
+#     (RS_DELAY_N iterations of a three-instruction loop after every rrecv
+#     that returns data), 0 and DELAY_N iterations in each of ROUNDS
+#     interleaved rounds: the latency each adds, and per added instruction.
+# PARTS (default 1234567) picks the parts to run.
 set -uo pipefail
 L=$PWD/build
 ROUNDS=${ROUNDS:-7}
@@ -94,9 +100,26 @@ paired() {
 		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
 		printf "%.2f %.2f %.2f", r[int((k + 1) / 2)], r[1], r[k] }'
 }
+# ratio_ci "upstream values" "ours values" -> "lo-hi": a 95 % interval for
+# `paired`'s median ratio, by resampling the rounds (2 000 bootstrap
+# samples, a fixed seed: the same values give the same interval). A target
+# of 1.0 inside it means this run cannot tell the two libraries apart there.
+ratio_ci() {
+	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
+		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) r[++k] = y[i] / x[i]
+		if (k < 2) { print "-"; exit }
+		srand(1); B = 2000
+		for (s = 1; s <= B; s++) {
+			for (i = 1; i <= k; i++) v[i] = r[int(rand() * k) + 1]
+			for (i = 2; i <= k; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+			m[s] = (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+		}
+		for (i = 2; i <= B; i++) { t = m[i]; for (j = i - 1; j >= 1 && m[j] > t; j--) m[j + 1] = m[j]; m[j + 1] = t }
+		printf "%.2f-%.2f", m[int(B * 0.025) + 1], m[int(B * 0.975)] }'
+}
 # verdict RATIO le|ge -> met or MISS against 1.0
 verdict() { awk -v r="$1" -v op="$2" 'BEGIN { ok = (op == "le") ? r <= 1.0 : r >= 1.0; print (r != "-" && ok) ? "met" : "MISS" }'; }
-PARTS=${PARTS:-123456}
+PARTS=${PARTS:-1234567}
 part() { [[ $PARTS == *$1* ]]; }
 if part 1; then
 # Each measurement runs the two libraries one right after the other, the
@@ -120,21 +143,24 @@ for ((r = 0; r < ROUNDS; r++)); do
 		done
 	done
 done
-printf '%-34s %10s %10s %8s %11s %10s  %s\n' "rstream" upstream rdmacm-rs ratio "rounds" "TCP (-T s)" target
+printf '%-34s %10s %10s %8s %11s %11s %10s  %s\n' "rstream" upstream rdmacm-rs ratio "rounds" "95% (ratio)" "TCP (-T s)" target
 for mode in nb b a; do
 	case $mode in nb) name="non-blocking (default)" ;; b) name="blocking (-T b)" ;; a) name="rpoll (-T a)" ;; esac
 	for k in lat bw; do
 		u=$(med <<<"${vals[$k.$mode.upstream]}") o=$(med <<<"${vals[$k.$mode.ours]}") t=$(med <<<"${vals[$k.$mode.tcp]}")
 		read -r r lo hi <<<"$(paired "${vals[$k.$mode.upstream]}" "${vals[$k.$mode.ours]}")"
 		if [ $k = lat ]; then what="latency us" op=le; else what="bandwidth Gb/s" op=ge; fi
-		printf '%-34s %10s %10s %8s %11s %10s  %s\n' "$what, $name" "$u" "$o" "$r" "$lo-$hi" "$t" \
+		ci=$(ratio_ci "${vals[$k.$mode.upstream]}" "${vals[$k.$mode.ours]}")
+		printf '%-34s %10s %10s %8s %11s %11s %10s  %s\n' "$what, $name" "$u" "$o" "$r" "$lo-$hi" "$ci" "$t" \
 			"$([ $op = le ] && echo "<=" || echo ">=") 1.0 $(verdict "$r" $op)"
 	done
 done
 echo "(rstream, server and client on one library, medians of $ROUNDS interleaved rounds; ratio: median of the"
 echo " rounds' own ratios ours / upstream (each round runs the two back to back, which first alternating), rounds:"
-echo " their range; latency: 64-byte ping-pong, usec per transfer; bandwidth: 1 MiB transfers; kernel $(uname -r)"
-echo " under qemu TCG, soft-RoCE; TCP: rstream -T s, the kernel's TCP to the same local address, for context)"
+echo " their range; 95% (ratio): a 95 % interval for that median, from 2 000 resamplings of the rounds (a"
+echo " target inside it is not decided by this run); latency: 64-byte ping-pong, usec per transfer; bandwidth: 1 MiB"
+echo " transfers; kernel $(uname -r) under qemu TCG, soft-RoCE; TCP: rstream -T s, the kernel's TCP to the"
+echo " same local address, for context)"
 echo " per-round latency, non-blocking: upstream ${vals[lat.nb.upstream]}/ ours ${vals[lat.nb.ours]}"
 echo " per-round bandwidth, non-blocking: upstream ${vals[bw.nb.upstream]}/ ours ${vals[bw.nb.ours]}"
 fi
@@ -411,12 +437,47 @@ if part 6 && [ -x build/bench/rs_bench ]; then
 		done
 	done
 	echo
-	printf '%-34s %10s %10s %8s %11s  %s\n' "rpoll(timeout -1) first" upstream rdmacm-rs ratio "rounds" target
+	printf '%-34s %10s %10s %8s %11s %11s  %s\n' "rpoll(timeout -1) first" upstream rdmacm-rs ratio "rounds" "95% (ratio)" target
 	u=$(med <<<"${lw[upstream]}") o=$(med <<<"${lw[ours]}")
 	read -r r lo hi <<<"$(paired "${lw[upstream]}" "${lw[ours]}")"
-	printf '%-34s %10s %10s %8s %11s  %s\n' "latency us, 64-byte ping-pong" "$u" "$o" "$r" "$lo-$hi" "<= 1.0 $(verdict "$r" le)"
+	printf '%-34s %10s %10s %8s %11s %11s  %s\n' "latency us, 64-byte ping-pong" "$u" "$o" "$r" "$lo-$hi" \
+		"$(ratio_ci "${lw[upstream]}" "${lw[ours]}")" "<= 1.0 $(verdict "$r" le)"
 	echo "(build/bench/rs_bench latwait 2000 64: each rsend and rrecv, non-blocking, after rpoll(POLLOUT or POLLIN,"
 	echo " timeout -1), as a program that sleeps in poll() (or runs under the preload) makes them; $ROUNDS interleaved"
-	echo " rounds, medians; ratio: median of the rounds' own ratios ours / upstream, rounds: their range)"
+	echo " rounds, medians; ratio: median of the rounds' own ratios ours / upstream, rounds: their range; 95% (ratio):"
+	echo " as in part 1)"
 	echo " per-round: upstream ${lw[upstream]}/ ours ${lw[ours]}"
+fi
+
+# 7. the weight of user-space instructions on the latency's path
+D=$PWD/build/bench/rs_delay.so
+if part 7 && [ -f "$D" ]; then
+	N=${DELAY_N:-10000}
+	declare -A dl
+	for ((r = 0; r < ROUNDS; r++)); do
+		if ((r % 2)); then order="$N 0"; else order="0 $N"; fi
+		for n in $order; do
+			ONE_ENV=(LD_PRELOAD="$D" RS_DELAY_N=$n)
+			v=$(one ours -S 64 -C 1 -I 5000 | awk '{ print $NF }')
+			dl[$n]+="${v:-0} "
+		done
+	done
+	ONE_ENV=()
+	# the median over rounds of the difference (rounds where both ran)
+	d=$(awk -v a="${dl[0]}" -v b="${dl[$N]}" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
+		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) v[++k] = y[i] - x[i]
+		if (k == 0) { print "-"; exit }
+		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+		printf "%.2f", v[int((k + 1) / 2)] }')
+	echo
+	printf '%-44s %10s %10s %12s %16s
+' "rrecv with data made longer (ours)" "+0" "+$((3 * N))" "difference" "ns per instr."
+	printf '%-44s %10s %10s %12s %16s
+' "latency us, 64-byte ping-pong, non-blocking" "$(med <<<"${dl[0]}")" "$(med <<<"${dl[$N]}")" "$d" \
+		"$(awk -v d="$d" -v n="$N" 'BEGIN { if (d == "-") print "-"; else printf "%.2f", d * 1000 / (3 * n) }')"
+	echo "(rstream -S 64 -C 1 -I 5000 on our library, both processes with build/bench/rs_delay.so preloaded: after"
+	echo " each rrecv that returns data, RS_DELAY_N iterations of a three-instruction loop (0 or $N); $ROUNDS interleaved"
+	echo " rounds, medians; difference: the median over rounds of the two runs' difference, usec per transfer; per"
+	echo " instruction: that over the $((3 * N)) instructions added to each transfer's path)"
+	echo " per-round: +0 ${dl[0]}/ +$((3 * N)) ${dl[$N]}"
 fi
