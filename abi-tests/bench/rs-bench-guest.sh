@@ -91,31 +91,26 @@ one() { # lib(ours|upstream|tcp) args -> the value of rstream's last column pair
 	echo "$out"
 }
 # paired "upstream values" "ours values" (one per round, in round order) ->
-# "median min max" of the per-round ratios ours / upstream (rounds where
-# both ran)
+# "median min max lo-hi" of the per-round ratios ours / upstream (rounds
+# where both ran); lo-hi: a 95 % interval for that median, by resampling
+# the rounds (2 000 bootstrap samples, a fixed seed: the same values give
+# the same interval). A target of 1.0 inside it means this run cannot tell
+# the two libraries apart there.
 paired() {
 	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
 		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) r[++k] = y[i] / x[i]
-		if (k == 0) { print "- - -"; exit }
-		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
-		printf "%.2f %.2f %.2f", r[int((k + 1) / 2)], r[1], r[k] }'
-}
-# ratio_ci "upstream values" "ours values" -> "lo-hi": a 95 % interval for
-# `paired`'s median ratio, by resampling the rounds (2 000 bootstrap
-# samples, a fixed seed: the same values give the same interval). A target
-# of 1.0 inside it means this run cannot tell the two libraries apart there.
-ratio_ci() {
-	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
-		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) r[++k] = y[i] / x[i]
-		if (k < 2) { print "-"; exit }
+		if (k == 0) { print "- - - -"; exit }
+		for (i = 1; i <= k; i++) q[i] = r[i]
+		sort(q, k)
 		srand(1); B = 2000
 		for (s = 1; s <= B; s++) {
 			for (i = 1; i <= k; i++) v[i] = r[int(rand() * k) + 1]
-			for (i = 2; i <= k; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
-			m[s] = (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+			sort(v, k)
+			m[s] = v[int((k + 1) / 2)]
 		}
-		for (i = 2; i <= B; i++) { t = m[i]; for (j = i - 1; j >= 1 && m[j] > t; j--) m[j + 1] = m[j]; m[j + 1] = t }
-		printf "%.2f-%.2f", m[int(B * 0.025) + 1], m[int(B * 0.975)] }'
+		sort(m, B)
+		printf "%.2f %.2f %.2f %.2f-%.2f", q[int((k + 1) / 2)], q[1], q[k], m[int(B * 0.025) + 1], m[int(B * 0.975)] }
+		function sort(a, n,  i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }'
 }
 # verdict RATIO le|ge -> met or MISS against 1.0
 verdict() { awk -v r="$1" -v op="$2" 'BEGIN { ok = (op == "le") ? r <= 1.0 : r >= 1.0; print (r != "-" && ok) ? "met" : "MISS" }'; }
@@ -148,9 +143,8 @@ for mode in nb b a; do
 	case $mode in nb) name="non-blocking (default)" ;; b) name="blocking (-T b)" ;; a) name="rpoll (-T a)" ;; esac
 	for k in lat bw; do
 		u=$(med <<<"${vals[$k.$mode.upstream]}") o=$(med <<<"${vals[$k.$mode.ours]}") t=$(med <<<"${vals[$k.$mode.tcp]}")
-		read -r r lo hi <<<"$(paired "${vals[$k.$mode.upstream]}" "${vals[$k.$mode.ours]}")"
+		read -r r lo hi ci <<<"$(paired "${vals[$k.$mode.upstream]}" "${vals[$k.$mode.ours]}")"
 		if [ $k = lat ]; then what="latency us" op=le; else what="bandwidth Gb/s" op=ge; fi
-		ci=$(ratio_ci "${vals[$k.$mode.upstream]}" "${vals[$k.$mode.ours]}")
 		printf '%-34s %10s %10s %8s %11s %11s %10s  %s\n' "$what, $name" "$u" "$o" "$r" "$lo-$hi" "$ci" "$t" \
 			"$([ $op = le ] && echo "<=" || echo ">=") 1.0 $(verdict "$r" $op)"
 	done
@@ -439,9 +433,9 @@ if part 6 && [ -x build/bench/rs_bench ]; then
 	echo
 	printf '%-34s %10s %10s %8s %11s %11s  %s\n' "rpoll(timeout -1) first" upstream rdmacm-rs ratio "rounds" "95% (ratio)" target
 	u=$(med <<<"${lw[upstream]}") o=$(med <<<"${lw[ours]}")
-	read -r r lo hi <<<"$(paired "${lw[upstream]}" "${lw[ours]}")"
-	printf '%-34s %10s %10s %8s %11s %11s  %s\n' "latency us, 64-byte ping-pong" "$u" "$o" "$r" "$lo-$hi" \
-		"$(ratio_ci "${lw[upstream]}" "${lw[ours]}")" "<= 1.0 $(verdict "$r" le)"
+	read -r r lo hi ci <<<"$(paired "${lw[upstream]}" "${lw[ours]}")"
+	printf '%-34s %10s %10s %8s %11s %11s  %s\n' "latency us, 64-byte ping-pong" "$u" "$o" "$r" "$lo-$hi" "$ci" \
+		"<= 1.0 $(verdict "$r" le)"
 	echo "(build/bench/rs_bench latwait 2000 64: each rsend and rrecv, non-blocking, after rpoll(POLLOUT or POLLIN,"
 	echo " timeout -1), as a program that sleeps in poll() (or runs under the preload) makes them; $ROUNDS interleaved"
 	echo " rounds, medians; ratio: median of the rounds' own ratios ours / upstream, rounds: their range; 95% (ratio):"
@@ -464,16 +458,12 @@ if part 7 && [ -f "$D" ]; then
 	done
 	ONE_ENV=()
 	# the median over rounds of the difference (rounds where both ran)
-	d=$(awk -v a="${dl[0]}" -v b="${dl[$N]}" 'BEGIN { n = split(a, x, " "); split(b, y, " "); k = 0
-		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) v[++k] = y[i] - x[i]
-		if (k == 0) { print "-"; exit }
-		for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-		printf "%.2f", v[int((k + 1) / 2)] }')
+	d=$(awk -v a="${dl[0]}" -v b="${dl[$N]}" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
+		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) printf "%.2f ", y[i] - x[i] }' | med)
+	d=${d:--}
 	echo
-	printf '%-44s %10s %10s %12s %16s
-' "rrecv with data made longer (ours)" "+0" "+$((3 * N))" "difference" "ns per instr."
-	printf '%-44s %10s %10s %12s %16s
-' "latency us, 64-byte ping-pong, non-blocking" "$(med <<<"${dl[0]}")" "$(med <<<"${dl[$N]}")" "$d" \
+	printf '%-44s %10s %10s %12s %16s\n' "rrecv with data made longer (ours)" "+0" "+$((3 * N))" "difference" "ns per instr."
+	printf '%-44s %10s %10s %12s %16s\n' "latency us, 64-byte ping-pong, non-blocking" "$(med <<<"${dl[0]}")" "$(med <<<"${dl[$N]}")" "$d" \
 		"$(awk -v d="$d" -v n="$N" 'BEGIN { if (d == "-") print "-"; else printf "%.2f", d * 1000 / (3 * n) }')"
 	echo "(rstream -S 64 -C 1 -I 5000 on our library, both processes with build/bench/rs_delay.so preloaded: after"
 	echo " each rrecv that returns data, RS_DELAY_N iterations of a three-instruction loop (0 or $N); $ROUNDS interleaved"

@@ -26,8 +26,9 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
     let want_out = events & libc::POLLOUT != 0;
     let mut r = 0;
     if g.phase == Phase::Connected {
-        // The commonest case first, as the match below has it, without the
-        // match's jump table (an indirect jump on every rpoll).
+        // Before the match, which compiles to a jump table (an indirect
+        // jump on every rpoll): readable with data or once shut for
+        // reading, writable when a send can go.
         let c = g.conn.as_ref();
         if want_in && (!g.rd || c.is_some_and(|c| c.has_data())) {
             r |= libc::POLLIN;
@@ -47,22 +48,23 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
                 r |= libc::POLLOUT;
             }
         }
-        Phase::Connected | Phase::Disconnected | Phase::Error => {
-            let data = g.conn.as_ref().is_some_and(|c| c.has_data());
-            if want_in && (data || !g.rd || g.phase != Phase::Connected) {
+        Phase::Disconnected => {
+            // Readable (the data left, then EOF), never writable; POLLHUP
+            // once the data that came before the disconnect is read
+            // (upstream reports it at once, and a caller that stops at
+            // POLLHUP loses the end of the stream).
+            if want_in {
                 r |= libc::POLLIN;
             }
-            if want_out && g.phase == Phase::Connected && g.wr && g.conn.as_ref().is_some_and(|c| c.can_send()) {
-                r |= libc::POLLOUT;
+            if !g.conn.as_ref().is_some_and(|c| c.has_data()) {
+                r |= libc::POLLHUP;
             }
-            match g.phase {
-                // POLLHUP once the data that came before the disconnect is
-                // read (upstream reports it at once, and a caller that
-                // stops at POLLHUP loses the end of the stream).
-                Phase::Disconnected if !data => r |= libc::POLLHUP,
-                Phase::Error => r |= libc::POLLERR,
-                _ => {}
+        }
+        Phase::Error => {
+            if want_in {
+                r |= libc::POLLIN;
             }
+            r |= libc::POLLERR;
         }
         Phase::ConnectError => {
             r |= events & (libc::POLLIN | libc::POLLOUT);
