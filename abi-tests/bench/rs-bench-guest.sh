@@ -34,7 +34,9 @@
 #     rs_bench client under valgrind's lackey, rs_footprint reading the
 #     trace; the client's own thread only): distinct 64-byte code and data
 #     lines, and the jumps that land on another 4 KiB page, per rsend, rrecv
-#     and rpoll of the non-blocking and rpoll-first 64-byte round trips.
+#     and rpoll of the non-blocking and rpoll-first 64-byte round trips;
+#     the distinct code and data pages of a whole round trip; our progress
+#     engine's timer pushes per round trip there and at full speed.
 #     Exact and repeatable, unlike part 3's times; under qemu's emulation
 #     (this guest) a jump to another page, a call to another function and a
 #     return each go through the emulator's lookup of the translated code,
@@ -55,11 +57,13 @@
 #     poll() until the socket is ready), 64-byte round trips, both
 #     libraries, ROUNDS interleaved rounds: µs per round trip, medians and
 #     the median of the rounds' own ratios.
-#  7. what a library's own instructions weigh in rstream's latency: our
-#     library with build/bench/rs_delay.so preloaded in both processes
-#     (RS_DELAY_N iterations of a three-instruction loop after every rrecv
-#     that returns data), 0 and DELAY_N iterations in each of ROUNDS
-#     interleaved rounds: the latency each adds, and per added instruction.
+#  7. what a library's own code weighs in rstream's latency: our library
+#     with build/bench/rs_delay.so preloaded in both processes, which after
+#     every rrecv that returns data adds nothing, RS_DELAY_N (DELAY_N)
+#     iterations of a three-instruction loop, or calls to RS_DELAY_PAGES
+#     (DELAY_PAGES) functions each on a code page of its own; the three in
+#     each of ROUNDS rounds: the latency each adds, per added instruction
+#     and per added code page.
 # PARTS (default 1234567) picks the parts to run.
 set -uo pipefail
 L=$PWD/build
@@ -310,8 +314,9 @@ if part 3 && [ -f "$T" ]; then
 fi
 
 # 4. code and memory each call touches
-M=$PWD/build/bench/rs_marks.so F=$PWD/build/bench/rs_footprint B=$PWD/build/bench/rs_bench
+M=$PWD/build/bench/rs_marks.so F=$PWD/build/bench/rs_footprint B=$PWD/build/bench/rs_bench P=$PWD/build/bench/rs_pushes.so
 if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/dev/null; then
+	declare -A pushes
 	out=$(mktemp -d /tmp/footprint.XXXXXX)
 	for lib in upstream ours; do
 		env=X=1; [ $lib = ours ] && env=LD_LIBRARY_PATH=$L
@@ -322,6 +327,14 @@ if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/
 			env "$env" LD_PRELOAD="$M" valgrind --tool=lackey --trace-mem=yes --trace-sched=yes --log-fd=9 \
 				"$B" client 192.0.2.1 7998 $st 300 64 9>&1 >/dev/null 2>/dev/null | "$F" >"$out/$lib.$st"
 		done
+		# ours: the same runs again with rs_pushes.so instead, which counts
+		# the progress engine's timer pushes (paced by the clock, so by
+		# lackey's slowdown too)
+		[ $lib = ours ] && [ -f "$P" ] && for st in latnb latpoll; do
+			pushes[$st]=$(env "$env" LD_PRELOAD="$P" valgrind --tool=lackey --trace-mem=yes --log-fd=9 \
+				"$B" client 192.0.2.1 7998 $st 300 64 9>/dev/null 2>&1 >/dev/null |
+				awk '$1 == "rs_pushes:" && $3 > 0 { printf "%.2f", $5 / $3 }')
+		done
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 	done
@@ -331,7 +344,7 @@ if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/
 	# per round trip: the sum over the kinds that did something (not the
 	# calls that found nothing, which only wait) of calls x mean, / 300
 	rt() { # lib step
-		awk '$1 !~ /_none$/ { c += $2 * $3; d += $2 * $4; x += $2 * $8 } END { if (NR) printf "%.0f/%.0f/%.0f", c / 300, d / 300, x / 300 }' "$out/$1.$2"
+		awk '$1 != "window" && $1 !~ /_none$/ { c += $2 * $3; d += $2 * $4; x += $2 * $8 } END { if (NR) printf "%.0f/%.0f/%.0f", c / 300, d / 300, x / 300 }' "$out/$1.$2"
 	}
 	echo
 	printf '%-40s %16s %16s\n' "touched per call (code/data/cross-page)" upstream rdmacm-rs
@@ -343,10 +356,31 @@ if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/
 	done
 	printf '%-40s %16s %16s\n' "round trip, non-blocking" "$(rt upstream latnb)" "$(rt ours latnb)"
 	printf '%-40s %16s %16s\n' "round trip, rpoll first" "$(rt upstream latpoll)" "$(rt ours latpoll)"
+	win() { # lib step -> "code pages/data pages" of a whole round trip
+		awk '$1 == "window" { printf "%.1f/%.1f", $5, $6 }' "$out/$1.$2"
+	}
+	printf '%-40s %16s %16s\n' "pages per round trip (code/data)" "" ""
+	printf '%-40s %16s %16s\n' "  whole thread, non-blocking" "$(win upstream latnb)" "$(win ours latnb)"
+	printf '%-40s %16s %16s\n' "  whole thread, rpoll first" "$(win upstream latpoll)" "$(win ours latpoll)"
+	printf '%-40s %16s %16s\n' "timer pushes per rsend, under lackey" "" "${pushes[latnb]:--}/${pushes[latpoll]:--}"
+	# the same at full speed, in an rstream ping-pong
+	port=$((port + 1))
+	env LD_LIBRARY_PATH="$L" timeout 120 rstream -p $port -S 64 -C 1 -I 5000 >/dev/null 2>&1 &
+	spid=$!
+	wait_listen $port
+	fs=$(env LD_LIBRARY_PATH="$L" LD_PRELOAD="$P" timeout 120 rstream -s 192.0.2.1 -p $port -S 64 -C 1 -I 5000 2>&1 >/dev/null |
+		awk '$1 == "rs_pushes:" && $3 > 0 { printf "%.4f", $5 / $3 }')
+	wait "$spid" 2>/dev/null
+	printf '%-40s %16s %16s\n' "  at full speed (rstream, non-blocking)" "" "${fs:--}"
 	echo "(rs_bench client, 300 64-byte round trips, under valgrind --tool=lackey with build/bench/rs_marks.so: per call,"
 	echo " the distinct 64-byte code lines, data lines and jumps to another 4 KiB page the client's thread made inside"
-	echo " it, averaged over the calls (a round trip: its calls but those that found nothing); the server runs the same"
-	echo " library)"
+	echo " it, averaged over the calls (a round trip: its calls but those that found nothing); pages per round trip:"
+	echo " the distinct 4 KiB code and data pages the thread touched from the start of one rsend to the next, the"
+	echo " program's own and the calls that found nothing included; the server runs the same library; timer pushes:"
+	echo " our progress engine's timer pushed forward by the calls (timerfd_settime, counted by build/bench/rs_pushes.so"
+	echo " in a second run of each, non-blocking/rpoll first), paced by the clock: under lackey's slowdown they fall on"
+	echo " most round trips, at full speed on few (rstream -S 64 -C 1 -I 5000, the client's), so the rows above count"
+	echo " a push's code on more round trips of ours than a program running at full speed would)"
 	rm -rf "$out"
 fi
 
@@ -443,31 +477,36 @@ if part 6 && [ -x build/bench/rs_bench ]; then
 	echo " per-round: upstream ${lw[upstream]}/ ours ${lw[ours]}"
 fi
 
-# 7. the weight of user-space instructions on the latency's path
+# 7. the weight of user-space code on the latency's path
 D=$PWD/build/bench/rs_delay.so
 if part 7 && [ -f "$D" ]; then
-	N=${DELAY_N:-10000}
+	N=${DELAY_N:-10000} P=${DELAY_PAGES:-32}
 	declare -A dl
 	for ((r = 0; r < ROUNDS; r++)); do
-		if ((r % 2)); then order="$N 0"; else order="0 $N"; fi
-		for n in $order; do
-			ONE_ENV=(LD_PRELOAD="$D" RS_DELAY_N=$n)
+		# the three runs of a round in a rotating order
+		case $((r % 3)) in 0) order="0 n p" ;; 1) order="n p 0" ;; *) order="p 0 n" ;; esac
+		for k in $order; do
+			case $k in 0) ONE_ENV=(LD_PRELOAD="$D") ;; n) ONE_ENV=(LD_PRELOAD="$D" RS_DELAY_N=$N) ;; p) ONE_ENV=(LD_PRELOAD="$D" RS_DELAY_PAGES=$P) ;; esac
 			v=$(one ours -S 64 -C 1 -I 5000 | awk '{ print $NF }')
-			dl[$n]+="${v:-0} "
+			dl[$k]+="${v:-0} "
 		done
 	done
 	ONE_ENV=()
-	# the median over rounds of the difference (rounds where both ran)
-	d=$(awk -v a="${dl[0]}" -v b="${dl[$N]}" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
-		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) printf "%.2f ", y[i] - x[i] }' | med)
-	d=${d:--}
+	# the median over rounds of the difference to the round's plain run
+	diff_med() { awk -v a="${dl[0]}" -v b="$1" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
+		for (i = 1; i <= n; i++) if (x[i] > 0 && y[i] > 0) printf "%.2f ", y[i] - x[i] }' | med; }
+	per() { awk -v d="$1" -v n="$2" 'BEGIN { if (d == "") print "-"; else printf "%.2f", d * 1000 / n }'; }
+	dn=$(diff_med "${dl[n]}") dp=$(diff_med "${dl[p]}")
 	echo
-	printf '%-44s %10s %10s %12s %16s\n' "rrecv with data made longer (ours)" "+0" "+$((3 * N))" "difference" "ns per instr."
-	printf '%-44s %10s %10s %12s %16s\n' "latency us, 64-byte ping-pong, non-blocking" "$(med <<<"${dl[0]}")" "$(med <<<"${dl[$N]}")" "$d" \
-		"$(awk -v d="$d" -v n="$N" 'BEGIN { if (d == "-") print "-"; else printf "%.2f", d * 1000 / (3 * n) }')"
+	printf '%-44s %10s %10s %12s %10s\n' "rrecv with data made longer (ours)" "latency us" "+ us" "added" "ns each"
+	printf '%-44s %10s %10s %12s %10s\n' "nothing added" "$(med <<<"${dl[0]}")" "" "" ""
+	printf '%-44s %10s %10s %12s %10s\n' "a loop of $((3 * N)) instructions" "$(med <<<"${dl[n]}")" "${dn:--}" "$((3 * N)) instr." "$(per "$dn" $((3 * N)))"
+	printf '%-44s %10s %10s %12s %10s\n' "calls to $P functions, a code page each" "$(med <<<"${dl[p]}")" "${dp:--}" "$P pages" "$(per "$dp" "$P")"
 	echo "(rstream -S 64 -C 1 -I 5000 on our library, both processes with build/bench/rs_delay.so preloaded: after"
-	echo " each rrecv that returns data, RS_DELAY_N iterations of a three-instruction loop (0 or $N); $ROUNDS interleaved"
-	echo " rounds, medians; difference: the median over rounds of the two runs' difference, usec per transfer; per"
-	echo " instruction: that over the $((3 * N)) instructions added to each transfer's path)"
-	echo " per-round: +0 ${dl[0]}/ +$((3 * N)) ${dl[$N]}"
+	echo " each rrecv that returns data, nothing, RS_DELAY_N=$N iterations of a three-instruction loop, or calls to"
+	echo " RS_DELAY_PAGES=$P functions of two instructions, each on a 4 KiB page of its own; $ROUNDS rounds, the three"
+	echo " runs of a round in rotating order; latency: medians; + us: the median over rounds of a run's difference"
+	echo " to its round's plain run, usec per transfer; ns each: that over the instructions, or the pages, added to"
+	echo " each transfer's path)"
+	echo " per-round: +0 ${dl[0]}/ loop ${dl[n]}/ pages ${dl[p]}"
 fi

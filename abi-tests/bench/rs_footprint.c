@@ -21,23 +21,33 @@
 #define SLOTS 65536 /* distinct lines or pages per call, at most: far more than a call touches */
 enum { CODE_LINES, DATA_LINES, CODE_PAGES, DATA_PAGES, JUMPS, XPAGE, COUNTS };
 
-static unsigned long seen[4][SLOTS];
-static long count[COUNTS];
+static unsigned long seen[4][SLOTS], wseen[4][SLOTS];
+static long count[COUNTS], wcount[4];
 
-/* Record key k (non-zero) in set t; count it if new. */
-static void add(int t, unsigned long k)
+/* Record key k (non-zero) in set t of table tab; count it if new. */
+static void add_to(unsigned long tab[4][SLOTS], long *cnt, int t, unsigned long k)
 {
 	unsigned long h = (k * 0x9E3779B97F4A7C15UL) >> 48;
 
-	while (seen[t][h]) {
-		if (seen[t][h] == k)
+	while (tab[t][h]) {
+		if (tab[t][h] == k)
 			return;
 		h = (h + 1) & (SLOTS - 1);
 	}
-	if (count[t] >= SLOTS / 2)
+	if (cnt[t] >= SLOTS / 2)
 		return;
-	seen[t][h] = k;
-	count[t]++;
+	tab[t][h] = k;
+	cnt[t]++;
+}
+
+static void add(int t, unsigned long k)
+{
+	add_to(seen, count, t, k);
+}
+
+static void wadd(int t, unsigned long k)
+{
+	add_to(wseen, wcount, t, k);
 }
 
 int main(void)
@@ -45,6 +55,8 @@ int main(void)
 	static const char *const names[KINDS] = { "send", "recv_data", "recv_none", "poll_ready", "poll_none" };
 	double sum[KINDS][COUNTS] = { { 0 } };
 	long calls[KINDS] = { 0 };
+	double wsum[4] = { 0 };
+	long windows = -1; /* the first send starts the first window */
 	unsigned long prev = 0, prev_size = 0;
 	int inside = 0, tid = 1;
 	char line[512];
@@ -69,6 +81,13 @@ int main(void)
 		unsigned long a = strtoul(p, &p, 16), size = *p == ',' ? strtoul(p + 1, NULL, 10) : 0;
 		if (type != 'I' && a >= MARKS && a < MARKS + 8192) {
 			unsigned long off = a - MARKS;
+			if (off == 0) {
+				if (++windows > 0)
+					for (int c = 0; c < 4; c++)
+						wsum[c] += wcount[c];
+				memset(wseen, 0, sizeof wseen);
+				memset(wcount, 0, sizeof wcount);
+			}
 			if (off < 4096) {
 				inside = 1;
 				memset(seen, 0, sizeof seen);
@@ -84,6 +103,15 @@ int main(void)
 				inside = 0;
 			}
 			continue;
+		}
+		if (windows >= 0) {
+			if (type == 'I') {
+				wadd(CODE_LINES, (a >> 6) + 1);
+				wadd(CODE_PAGES, (a >> 12) + 1);
+			} else {
+				wadd(DATA_LINES, (a >> 6) + 1);
+				wadd(DATA_PAGES, (a >> 12) + 1);
+			}
 		}
 		if (!inside)
 			continue;
@@ -108,6 +136,12 @@ int main(void)
 		printf("%s %ld", names[k], calls[k]);
 		for (int c = 0; c < COUNTS; c++)
 			printf(" %.1f", sum[k][c] / calls[k]);
+		printf("\n");
+	}
+	if (windows > 0) {
+		printf("window %ld", windows);
+		for (int c = 0; c < 4; c++)
+			printf(" %.1f", wsum[c] / windows);
 		printf("\n");
 	}
 	return 0;
