@@ -28,6 +28,16 @@ pub mod qp;
 pub mod repoll;
 pub mod rsocket;
 
+// The data calls' code, in three sections the linker sorts by name (GNU
+// ld's default script places `.text.sorted.*` together, in name order):
+// `rrecv` and `rsend` (1), the core they and `rpoll` share (2), `rread`
+// and `rwrite` (3). The first starts a 4 KiB page, so that a round trip
+// of `rsend`/`rrecv`, with or without `rpoll`, runs in two code pages:
+// under emulation each page reached costs about 80 instructions' time
+// (docs/speed.md, "Hot code on two pages").
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+std::arch::global_asm!(".pushsection .text.sorted.rdmacm.1,\"ax\",@progbits", ".balign 4096", ".popsection");
+
 /// The one C boundary: run `f`; on success restore errno and return its
 /// value; on failure (a panic is EIO) let `on_err` decide what C sees.
 fn boundary<T>(f: impl FnOnce() -> Result<T>, on_err: impl FnOnce(Error) -> T) -> T {

@@ -8,7 +8,7 @@ use libc::{c_int, fd_set, nfds_t, pollfd, timeval};
 /// # Safety
 /// As poll(2): `fds` holds `nfds` entries.
 #[no_mangle]
-#[link_section = ".text.hot.rdmacm"]
+#[link_section = ".text.sorted.rdmacm.2"]
 pub unsafe extern "C" fn rpoll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
     guard(|| {
         if fds.is_null() && nfds > 0 {

@@ -249,7 +249,7 @@ fn dg_src(r: &dgram::Received) -> RawAddr {
 /// # Safety
 /// As for every export (crate documentation): `buf` is writable for `len`.
 #[no_mangle]
-#[link_section = ".text.hot.rdmacm"]
+#[link_section = ".text.sorted.rdmacm.1"]
 pub unsafe extern "C" fn rrecv(socket: c_int, buf: *mut c_void, len: size_t, flags: c_int) -> ssize_t {
     // SAFETY: as the caller promises.
     guard_ssize(|| recv(socket, &mut unsafe { one_mut(buf, len) }, flags))
@@ -320,7 +320,7 @@ pub unsafe extern "C" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags: c_int)
 /// # Safety
 /// As for [`rrecv`].
 #[no_mangle]
-#[link_section = ".text.hot.rdmacm"]
+#[link_section = ".text.sorted.rdmacm.3"]
 pub unsafe extern "C" fn rread(socket: c_int, buf: *mut c_void, count: size_t) -> ssize_t {
     // SAFETY: as the caller promises.
     guard_ssize(|| recv(socket, &mut unsafe { one_mut(buf, count) }, 0))
@@ -337,7 +337,7 @@ pub unsafe extern "C" fn rreadv(socket: c_int, iov: *const iovec, iovcnt: c_int)
 /// # Safety
 /// As for every export (crate documentation): `buf` is readable for `len`.
 #[no_mangle]
-#[link_section = ".text.hot.rdmacm"]
+#[link_section = ".text.sorted.rdmacm.1"]
 pub unsafe extern "C" fn rsend(socket: c_int, buf: *const c_void, len: size_t, flags: c_int) -> ssize_t {
     // SAFETY: as the caller promises.
     guard_ssize(|| send(socket, &unsafe { one(buf, len) }, flags))
@@ -403,7 +403,7 @@ pub unsafe extern "C" fn rsendmsg(socket: c_int, msg: *const msghdr, flags: c_in
 /// # Safety
 /// As for [`rsend`].
 #[no_mangle]
-#[link_section = ".text.hot.rdmacm"]
+#[link_section = ".text.sorted.rdmacm.3"]
 pub unsafe extern "C" fn rwrite(socket: c_int, buf: *const c_void, count: size_t) -> ssize_t {
     // SAFETY: as the caller promises.
     guard_ssize(|| send(socket, &unsafe { one(buf, count) }, 0))

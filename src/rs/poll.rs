@@ -19,7 +19,7 @@ use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 /// The revents of one rsocket for `events` (after progress).
-#[link_section = ".text.hot.rdmacm"]
+#[link_section = ".text.sorted.rdmacm.2"]
 pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
     socket::progress_lazy(g);
     let want_in = events & libc::POLLIN != 0;
@@ -183,7 +183,7 @@ fn first_look(fds: &mut [libc::pollfd]) -> Option<i32> {
 }
 
 /// `rpoll`: the number of entries with events, 0 at the timeout.
-#[link_section = ".text.hot.rdmacm"]
+#[link_section = ".text.sorted.rdmacm.2"]
 pub fn poll(fds: &mut [libc::pollfd], timeout: i32) -> Result<i32> {
     if fds.len() <= FEW {
         match first_look(fds) {

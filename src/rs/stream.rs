@@ -401,7 +401,7 @@ impl Conn {
 
     /// Post one send: an RDMA WRITE (with immediate `imm`, host order, if
     /// given) of `sges` to `remote`/`rkey`.
-    #[link_section = ".text.hot.rdmacm"]
+    #[link_section = ".text.sorted.rdmacm.2"]
     fn post(
         &mut self,
         sges: &mut [ibv_sge],
@@ -806,7 +806,7 @@ impl Conn {
     /// POLL_BATCH), the rest of it, the send CQ if `sends` (or a receive
     /// failed and sends are outstanding), the reposts.
     #[inline(never)]
-    #[link_section = ".text.hot.rdmacm"]
+    #[link_section = ".text.sorted.rdmacm.2"]
     fn poll_rest(&mut self, connected: bool, mut sends: bool, mut n: i32, wcs: *mut ibv_wc) -> Polled {
         let mut p = Polled { polled: true, ..Polled::default() };
         let mut reposts = 0u32;
