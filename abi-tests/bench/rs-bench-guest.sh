@@ -314,9 +314,8 @@ if part 3 && [ -f "$T" ]; then
 fi
 
 # 4. code and memory each call touches
-M=$PWD/build/bench/rs_marks.so F=$PWD/build/bench/rs_footprint B=$PWD/build/bench/rs_bench P=$PWD/build/bench/rs_pushes.so
+M=$PWD/build/bench/rs_marks.so F=$PWD/build/bench/rs_footprint B=$PWD/build/bench/rs_bench PU=$PWD/build/bench/rs_pushes.so
 if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/dev/null; then
-	declare -A pushes
 	out=$(mktemp -d /tmp/footprint.XXXXXX)
 	for lib in upstream ours; do
 		env=X=1; [ $lib = ours ] && env=LD_LIBRARY_PATH=$L
@@ -330,10 +329,9 @@ if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/
 		# ours: the same runs again with rs_pushes.so instead, which counts
 		# the progress engine's timer pushes (paced by the clock, so by
 		# lackey's slowdown too)
-		[ $lib = ours ] && [ -f "$P" ] && for st in latnb latpoll; do
-			pushes[$st]=$(env "$env" LD_PRELOAD="$P" valgrind --tool=lackey --trace-mem=yes --log-fd=9 \
-				"$B" client 192.0.2.1 7998 $st 300 64 9>/dev/null 2>&1 >/dev/null |
-				awk '$1 == "rs_pushes:" && $3 > 0 { printf "%.2f", $5 / $3 }')
+		[ $lib = ours ] && [ -f "$PU" ] && for st in latnb latpoll; do
+			env "$env" LD_PRELOAD="$PU" RS_PUSHES_OUT="$out/pushes.$st" valgrind --tool=lackey --trace-mem=yes \
+				--log-fd=9 "$B" client 192.0.2.1 7998 $st 300 64 9>/dev/null >/dev/null 2>&1
 		done
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
@@ -362,16 +360,16 @@ if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/
 	printf '%-40s %16s %16s\n' "pages per round trip (code/data)" "" ""
 	printf '%-40s %16s %16s\n' "  whole thread, non-blocking" "$(win upstream latnb)" "$(win ours latnb)"
 	printf '%-40s %16s %16s\n' "  whole thread, rpoll first" "$(win upstream latpoll)" "$(win ours latpoll)"
-	printf '%-40s %16s %16s\n' "timer pushes per rsend, under lackey" "" "${pushes[latnb]:--}/${pushes[latpoll]:--}"
-	# the same at full speed, in an rstream ping-pong
-	port=$((port + 1))
-	env LD_LIBRARY_PATH="$L" timeout 120 rstream -p $port -S 64 -C 1 -I 5000 >/dev/null 2>&1 &
-	spid=$!
-	wait_listen $port
-	fs=$(env LD_LIBRARY_PATH="$L" LD_PRELOAD="$P" timeout 120 rstream -s 192.0.2.1 -p $port -S 64 -C 1 -I 5000 2>&1 >/dev/null |
-		awk '$1 == "rs_pushes:" && $3 > 0 { printf "%.4f", $5 / $3 }')
-	wait "$spid" 2>/dev/null
-	printf '%-40s %16s %16s\n' "  at full speed (rstream, non-blocking)" "" "${fs:--}"
+	# pushes per rsend from rs_pushes' lines in a file (every process's)
+	push_rate() { awk '$1 == "rs_pushes:" { s += $3; p += $5 } END { if (s > 0) printf "%.4f", p / s; else print "-" }' "$1" 2>/dev/null || echo -; }
+	printf '%-40s %16s %16s\n' "timer pushes per rsend, under lackey" "" "$(push_rate "$out/pushes.latnb")/$(push_rate "$out/pushes.latpoll")"
+	# the same at full speed, in an rstream ping-pong (both processes)
+	if [ -f "$PU" ]; then
+		ONE_ENV=(LD_PRELOAD="$PU" RS_PUSHES_OUT="$out/pushes.full")
+		one ours -S 64 -C 1 -I 5000 >/dev/null
+		ONE_ENV=()
+	fi
+	printf '%-40s %16s %16s\n' "  at full speed (rstream, non-blocking)" "" "$(push_rate "$out/pushes.full")"
 	echo "(rs_bench client, 300 64-byte round trips, under valgrind --tool=lackey with build/bench/rs_marks.so: per call,"
 	echo " the distinct 64-byte code lines, data lines and jumps to another 4 KiB page the client's thread made inside"
 	echo " it, averaged over the calls (a round trip: its calls but those that found nothing); pages per round trip:"
@@ -379,7 +377,7 @@ if part 4 && [ -f "$M" ] && [ -x "$F" ] && [ -x "$B" ] && command -v valgrind >/
 	echo " program's own and the calls that found nothing included; the server runs the same library; timer pushes:"
 	echo " our progress engine's timer pushed forward by the calls (timerfd_settime, counted by build/bench/rs_pushes.so"
 	echo " in a second run of each, non-blocking/rpoll first), paced by the clock: under lackey's slowdown they fall on"
-	echo " most round trips, at full speed on few (rstream -S 64 -C 1 -I 5000, the client's), so the rows above count"
+	echo " most round trips, at full speed on few (rstream -S 64 -C 1 -I 5000, both processes), so the rows above count"
 	echo " a push's code on more round trips of ours than a program running at full speed would)"
 	rm -rf "$out"
 fi
