@@ -55,6 +55,7 @@ cc -O2 -shared -fPIC -o "$out/rs_bwtime.so" abi-tests/bench/rs_bwtime.c -ldl
 cc -O2 -shared -fPIC -o "$out/rs_marks.so" abi-tests/bench/rs_marks.c -ldl
 cc -O2 -shared -fPIC -o "$out/rs_pushes.so" abi-tests/bench/rs_pushes.c -ldl
 cc -O2 -shared -fPIC -o "$out/rs_delay.so" abi-tests/bench/rs_delay.c -ldl
+cc -O2 -shared -fPIC -o "$out/rs_window.so" abi-tests/bench/rs_window.c -ldl
 cc -O2 -o "$out/rs_footprint" abi-tests/bench/rs_footprint.c
 cc -O2 -o "$out/cputime" abi-tests/bench/cputime.c
 echo

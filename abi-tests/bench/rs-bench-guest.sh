@@ -64,7 +64,17 @@
 #     (DELAY_PAGES) functions each on a code page of its own; the three in
 #     each of ROUNDS rounds: the latency each adds, per added instruction
 #     and per added code page.
-# PARTS (default 1234567) picks the parts to run.
+#  8. what else runs inside rstream's timed loop: each library's rstream
+#     (non-blocking and -T a, ROUNDS rounds, the libraries' runs of a round
+#     back to back, which first alternating) under `perf record -e
+#     sched:sched_switch -a`, with build/bench/rs_window.so preloaded to
+#     note the loop's first and last 64-byte rsend: the CPU time the threads
+#     other than the two rstream main threads (and the idle task) had inside
+#     the loop, how much of it the progress engine's, and how often those
+#     threads were switched in; per second of loop, medians over rounds.
+#     Every millisecond of it is one that a main thread, spinning or
+#     working on a transfer, did not have.
+# PARTS (default 12345678) picks the parts to run.
 set -uo pipefail
 L=$PWD/build
 ROUNDS=${ROUNDS:-7}
@@ -118,7 +128,7 @@ paired() {
 }
 # verdict RATIO le|ge -> met or MISS against 1.0
 verdict() { awk -v r="$1" -v op="$2" 'BEGIN { ok = (op == "le") ? r <= 1.0 : r >= 1.0; print (r != "-" && ok) ? "met" : "MISS" }'; }
-PARTS=${PARTS:-1234567}
+PARTS=${PARTS:-12345678}
 part() { [[ $PARTS == *$1* ]]; }
 if part 1; then
 # Each measurement runs the two libraries one right after the other, the
@@ -507,4 +517,78 @@ if part 7 && [ -f "$D" ]; then
 	echo " to its round's plain run, usec per transfer; ns each: that over the instructions, or the pages, added to"
 	echo " each transfer's path)"
 	echo " per-round: +0 ${dl[0]}/ loop ${dl[n]}/ pages ${dl[p]}"
+fi
+
+# 8. other threads inside rstream's timed loop
+W=$PWD/build/bench/rs_window.so
+if part 8 && [ -f "$W" ] && command -v perf >/dev/null; then
+	echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
+	declare -A wcpu weng wsw
+	# trace wfile -> "cpu_ms engine_ms switches_in" per second of the loop:
+	# the loop is where both processes' 64-byte rsends overlap
+	window() {
+		perf script -i "$2" -F cpu,time,trace 2>/dev/null | awk -v wf="$1" '
+			BEGIN { a = 0; b = 1e18
+				while ((getline l < wf) > 0) { split(l, f, " "); if (f[2] > a) a = f[2]; if (f[3] < b) b = f[3] } }
+			/prev_comm=/ {
+				cpu = $1; gsub(/[][]/, "", cpu); t = $2; sub(/:$/, "", t); t += 0
+				pc = $0; sub(/.*prev_comm=/, "", pc); sub(/ prev_pid=.*/, "", pc)
+				pp = $0; sub(/.*prev_pid=/, "", pp); sub(/ .*/, "", pp)
+				nc = $0; sub(/.*next_comm=/, "", nc); sub(/ next_pid=.*/, "", nc)
+				np = $0; sub(/.*next_pid=/, "", np); sub(/ .*/, "", np)
+				if (cpu in since) {
+					s = since[cpu]; e = t; if (s < a) s = a; if (e > b) e = b
+					if (e > s) on[comm[cpu] "/" pid[cpu]] += e - s
+				}
+				if (t >= a && t <= b) sw[nc "/" np]++
+				since[cpu] = t; comm[cpu] = nc; pid[cpu] = np
+			}
+			END {
+				if (b <= a) { print "- - -"; exit }
+				# the two main threads: the rstream threads with the most time in the loop
+				m1 = m2 = ""
+				for (k in on) if (k ~ /^rstream\//) {
+					if (m1 == "" || on[k] > on[m1]) { m2 = m1; m1 = k } else if (m2 == "" || on[k] > on[m2]) m2 = k
+				}
+				for (k in on) if (k != m1 && k != m2 && k !~ /^swapper/) { c += on[k]; if (k ~ /^rsocket-engine/) g += on[k] }
+				for (k in sw) if (k != m1 && k != m2 && k !~ /^swapper/) n += sw[k]
+				w = b - a
+				printf "%.2f %.2f %.1f", c * 1000 / w, g * 1000 / w, n / w }'
+	}
+	for ((r = 0; r < ROUNDS; r++)); do
+		order="upstream ours"
+		((r % 2)) && order="ours upstream"
+		for m in nb a; do
+			mm=()
+			[ $m = a ] && mm=(-T a)
+			for lib in $order; do
+				wf=$(mktemp /tmp/rs_window.XXXXXX) tf=$(mktemp /tmp/rs_sched.XXXXXX)
+				perf record -q -k CLOCK_MONOTONIC -e sched:sched_switch -a -o "$tf" >/dev/null 2>&1 &
+				ppid=$!
+				sleep 0.5
+				ONE_ENV=(LD_PRELOAD="$W" RS_WINDOW_OUT="$wf")
+				one $lib -S 64 -C 1 -I 5000 "${mm[@]}" >/dev/null
+				ONE_ENV=()
+				kill -INT $ppid 2>/dev/null
+				wait $ppid 2>/dev/null
+				read -r c g n <<<"$(window "$wf" "$tf")"
+				wcpu[$lib.$m]+="${c:--} " weng[$lib.$m]+="${g:--} " wsw[$lib.$m]+="${n:--} "
+				rm -f "$wf" "$tf"
+			done
+		done
+	done
+	echo
+	printf '%-52s %10s %10s\n' "other threads inside rstream's timed loop" upstream rdmacm-rs
+	for m in nb a; do
+		case $m in nb) t="non-blocking" ;; *) t="-T a" ;; esac
+		printf '%-52s %10s %10s\n' "CPU ms per second of loop, $t" "$(med <<<"${wcpu[upstream.$m]}")" "$(med <<<"${wcpu[ours.$m]}")"
+		printf '%-52s %10s %10s\n' "  of which the progress engine's" "-" "$(med <<<"${weng[ours.$m]}")"
+		printf '%-52s %10s %10s\n' "  switches-in per second of loop" "$(med <<<"${wsw[upstream.$m]}")" "$(med <<<"${wsw[ours.$m]}")"
+	done
+	echo "(rstream -S 64 -C 1 -I 5000, server and client on one library, under perf record -e sched:sched_switch -a;"
+	echo " the loop: where both processes' 64-byte rsends overlap (build/bench/rs_window.so); the threads other"
+	echo " than the two rstream main threads and the idle task: their CPU time inside the loop and how often they"
+	echo " were switched in, per second of loop, medians over $ROUNDS rounds; a millisecond of it is one that a"
+	echo " main thread did not have (the guest has two vCPUs for the two processes))"
+	echo " per-round CPU ms/s: upstream nb ${wcpu[upstream.nb]}/ ours nb ${wcpu[ours.nb]}/ upstream -T a ${wcpu[upstream.a]}/ ours -T a ${wcpu[ours.a]}"
 fi
