@@ -48,6 +48,12 @@ echo " 192.0.2.x, passive-any: no node (the wildcard), active6/passive6: numeric
 
 # CM core, in the soft-RoCE guest (kernel 6.1).
 bash abi-tests/vm/setup.sh >/dev/null
+# part 8 of the rsockets part traces the guest's scheduler with perf (the
+# guest runs the host's programs): Debian's linux-perf, installed if missing
+if ! command -v perf >/dev/null; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf >/dev/null 2>&1 ||
+		echo "bench: linux-perf could not be installed; the rsockets part's part 8 is skipped" >&2
+fi
 cc -O2 -o "$out/cm_bench" abi-tests/bench/cm_bench.c -lpthread
 cc -O2 -o "$out/rs_bench" abi-tests/bench/rs_bench.c -lrdmacm
 cc -O2 -shared -fPIC -o "$out/rs_calltime.so" abi-tests/bench/rs_calltime.c -ldl
