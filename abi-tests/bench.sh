@@ -50,7 +50,7 @@ echo " 192.0.2.x, passive-any: no node (the wildcard), active6/passive6: numeric
 bash abi-tests/vm/setup.sh >/dev/null
 # part 8 of the rsockets part traces the guest's scheduler with perf (the
 # guest runs the host's programs): Debian's linux-perf, installed if missing
-if ! command -v perf >/dev/null; then
+if ! dpkg-query -W -f='${Status}' linux-perf 2>/dev/null | grep -q "install ok installed"; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf >/dev/null 2>&1 ||
 		echo "bench: linux-perf could not be installed; the rsockets part's part 8 is skipped" >&2
 fi
