@@ -528,12 +528,14 @@ if part 8 && [ -f "$W" ] && command -v perf >/dev/null; then
 	# the loop is where both processes' 64-byte rsends overlap
 	window() {
 		perf script -i "$2" -F cpu,time,trace 2>/dev/null | awk -v wf="$1" '
-			BEGIN { a = 0; b = 1e18
-				while ((getline l < wf) > 0) { split(l, f, " "); if (f[2] > a) a = f[2]; if (f[3] < b) b = f[3] } }
+			BEGIN { a = 0; b = 0; k = 0
+				while ((getline l < wf) > 0) {
+					split(l, f, " ")
+					if (!k++ || f[2] > a) a = f[2]
+					if (k == 1 || f[3] < b) b = f[3]
+				} }
 			/prev_comm=/ {
 				cpu = $1; gsub(/[][]/, "", cpu); t = $2; sub(/:$/, "", t); t += 0
-				pc = $0; sub(/.*prev_comm=/, "", pc); sub(/ prev_pid=.*/, "", pc)
-				pp = $0; sub(/.*prev_pid=/, "", pp); sub(/ .*/, "", pp)
 				nc = $0; sub(/.*next_comm=/, "", nc); sub(/ next_pid=.*/, "", nc)
 				np = $0; sub(/.*next_pid=/, "", np); sub(/ .*/, "", np)
 				if (cpu in since) {

@@ -3,7 +3,7 @@
  * a process's rsend calls and timerfd_settime calls (in our library nearly
  * all of them a steady socket's calls pushing its timer forward:
  * docs/architecture.md) and appends on exit to the file RS_PUSHES_OUT (else
- * stderr) "rs_pushes: rsend N timerfd_settime M" (only in a process that
+ * stderr: bench_out.h) "rs_pushes: rsend N timerfd_settime M" (only in a process that
  * has an rsend: a preload reaches every program started with it, timeout's
  * and valgrind's launcher included). Kept apart from
  * rs_marks.c, so that the footprint's trace holds none of its code.
@@ -11,10 +11,10 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <sys/timerfd.h>
 #include <sys/types.h>
+
+#include "bench_out.h"
 
 static ssize_t (*real_rsend)(int, const void *, size_t, int);
 static int (*real_timerfd_settime)(int, int, const struct itimerspec *, struct itimerspec *);
@@ -49,15 +49,6 @@ int timerfd_settime(int fd, int flags, const struct itimerspec *new_value, struc
 
 __attribute__((destructor)) static void report(void)
 {
-	const char *path = getenv("RS_PUSHES_OUT");
-	FILE *f;
-
-	if (!real_rsend)
-		return;
-	f = path ? fopen(path, "a") : stderr;
-	if (!f)
-		return;
-	fprintf(f, "rs_pushes: rsend %ld timerfd_settime %ld\n", sends, pushes);
-	if (f != stderr)
-		fclose(f);
+	if (real_rsend)
+		bench_out("RS_PUSHES_OUT", "rs_pushes: rsend %ld timerfd_settime %ld\n", sends, pushes);
 }

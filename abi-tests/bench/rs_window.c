@@ -1,18 +1,20 @@
 /*
- * rs_window.c — (make bench only, part 8) an LD_PRELOAD library for the
- * rstream client: it notes CLOCK_MONOTONIC at the first and the last rsend
- * of a 64-byte message (rstream's timed loop: its warm-up exchange sends 16
- * bytes) and appends on exit to the file RS_WINDOW_OUT (else stderr)
- * "rs_window: FIRST LAST COUNT" in seconds, on the clock `perf record -k
- * CLOCK_MONOTONIC` stamps its events with. Only a process that sent such a
- * message writes the line (a preload reaches timeout's process too).
+ * rs_window.c — (make bench only, part 8) an LD_PRELOAD library for both
+ * rstream processes: each notes CLOCK_MONOTONIC at its first and its last
+ * rsend of a 64-byte message (rstream's timed loop: its warm-up exchange
+ * sends 16 bytes) and appends on exit to the file RS_WINDOW_OUT (else
+ * stderr: bench_out.h) "rs_window: FIRST LAST COUNT" in seconds, on the
+ * clock `perf record -k CLOCK_MONOTONIC` stamps its events with; part 8
+ * takes the span both lines share as the loop. Only a process that sent
+ * such a message writes a line (a preload reaches timeout's process too).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <time.h>
+
+#include "bench_out.h"
 
 static ssize_t (*real_rsend)(int, const void *, size_t, int);
 static double first, last;
@@ -47,13 +49,6 @@ ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 
 __attribute__((destructor)) static void fini(void)
 {
-	const char *path = getenv("RS_WINDOW_OUT");
-	FILE *f;
-
-	if (!count)
-		return;
-	f = path ? fopen(path, "a") : NULL;
-	fprintf(f ? f : stderr, "rs_window: %.6f %.6f %ld\n", first, last, count);
-	if (f)
-		fclose(f);
+	if (count)
+		bench_out("RS_WINDOW_OUT", "rs_window: %.6f %.6f %ld\n", first, last, count);
 }
