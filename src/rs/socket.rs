@@ -121,6 +121,10 @@ pub struct RSocket {
     /// The steady socket's timer (created by the engine when the socket
     /// first turns steady).
     timer: Timer,
+    /// The count of finished calls at the timer's last push (or when the
+    /// socket turned steady): an expiry that finds it unchanged, and no
+    /// call inside, hands the socket over at once.
+    pushed_exits: AtomicU32,
 }
 
 /// A timerfd in the engine's epoll set, owned by one socket: while the
@@ -128,44 +132,90 @@ pub struct RSocket {
 /// forward; it expires (and wakes the engine) only once they stop. Its
 /// lock is a leaf (nothing is taken under it): it keeps a call's push from
 /// reaching a descriptor number the socket's close has released.
-struct Timer(Lock<i32>);
+struct Timer(Lock<TimerState>);
+
+struct TimerState {
+    fd: i32,
+    /// How long (µs) the timer runs from a push: the time the socket has
+    /// been steady (`busy_us`), at least what it was when the socket
+    /// turned steady, at most `STEADY_EXPIRY_MS`. So an application that
+    /// has been calling in for a few milliseconds is taken over a few
+    /// milliseconds after its last call, one that has been at it for long
+    /// within `STEADY_EXPIRY_MS`, as the engine's looks would have.
+    expiry_us: u32,
+    /// How long (µs) the socket has been steady: the look interval that
+    /// made it so, and the time between pushes since.
+    busy_us: u32,
+}
 
 /// `Timer`'s descriptor before the first use.
 const TIMER_NONE: i32 = -1;
 /// `Timer`'s descriptor after the socket was closed: none, for good.
 const TIMER_RETIRED: i32 = -2;
 
+/// Make timerfd `fd` expire `us` from now (replacing any earlier expiry):
+/// how long (ns) the earlier expiry was still away (0 if none was set, or
+/// it had passed); None if the call failed.
+fn settime(fd: i32, us: u32) -> Option<u64> {
+    let t = libc::itimerspec {
+        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+        it_value: libc::timespec {
+            tv_sec: (us / 1_000_000) as libc::time_t,
+            tv_nsec: (us % 1_000_000) as libc::c_long * 1000,
+        },
+    };
+    let mut old = libc::itimerspec {
+        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+        it_value: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+    };
+    // SAFETY: our timerfd (open while its lock is held), valid itimerspecs.
+    if unsafe { libc::timerfd_settime(fd, 0, &t, &mut old) } != 0 {
+        return None;
+    }
+    Some(old.it_value.tv_sec as u64 * 1_000_000_000 + old.it_value.tv_nsec as u64)
+}
+
 impl Timer {
-    /// Make the timer expire `ms` from now (replacing any earlier expiry),
-    /// first creating it and adding it to the engine's epoll set if `create`
-    /// (edge-triggered: each expiry wakes the engine once, read or not):
-    /// how long (ns) the earlier expiry was still away (0 if none was set,
-    /// or it had passed); None if there is no timer.
-    fn arm(&self, ms: u32, create: bool) -> Option<u64> {
-        let mut fd = self.0.lock();
-        if *fd == TIMER_NONE && create {
-            *fd = Self::create();
+    /// The socket turns steady, its application busy for `busy_us`: arm
+    /// the timer to expire `expiry_us` from now, first creating it and
+    /// adding it to the engine's epoll set (edge-triggered: each expiry
+    /// wakes the engine once, read or not). False if there is no timer.
+    fn start(&self, expiry_us: u32, busy_us: u32) -> bool {
+        let mut t = self.0.lock();
+        if t.fd == TIMER_NONE {
+            t.fd = Self::create();
         }
-        if *fd < 0 {
+        if t.fd < 0 {
+            return false;
+        }
+        t.expiry_us = expiry_us;
+        t.busy_us = busy_us;
+        settime(t.fd, expiry_us).is_some()
+    }
+
+    /// Make the timer expire `us` from now, once (its state unchanged).
+    fn arm_once(&self, us: u32) {
+        let t = self.0.lock();
+        if t.fd >= 0 {
+            let _ = settime(t.fd, us);
+        }
+    }
+
+    /// A call's push: the timer expires a (possibly longer) expiry from
+    /// now. The time since the push before (or the start), None if the
+    /// timer had expired or was unarmed meanwhile; and the new expiry
+    /// (µs). None if there is no timer.
+    fn push(&self) -> Option<(Option<u32>, u32)> {
+        let mut t = self.0.lock();
+        if t.fd < 0 {
             return None;
         }
-        let t = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec {
-                tv_sec: (ms / 1000) as libc::time_t,
-                tv_nsec: (ms % 1000) as libc::c_long * 1_000_000,
-            },
-        };
-        let mut old = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-        };
-        // SAFETY: our timerfd (open while its lock is held), valid
-        // itimerspecs.
-        if unsafe { libc::timerfd_settime(*fd, 0, &t, &mut old) } != 0 {
-            return None;
-        }
-        Some(old.it_value.tv_sec as u64 * 1_000_000_000 + old.it_value.tv_nsec as u64)
+        let expiry = t.busy_us.max(t.expiry_us).min(STEADY_EXPIRY_MS * 1000);
+        let left = settime(t.fd, expiry)?;
+        let since = (left > 0).then(|| t.expiry_us.saturating_sub((left / 1000) as u32));
+        t.busy_us = t.busy_us.saturating_add(since.unwrap_or(t.expiry_us));
+        t.expiry_us = expiry;
+        Some((since, expiry))
     }
 
     fn create() -> i32 {
@@ -189,21 +239,21 @@ impl Timer {
 
     /// Whether this is the timer with descriptor `fd`.
     fn is(&self, fd: i32) -> bool {
-        *self.0.lock() == fd
+        self.0.lock().fd == fd
     }
 
     /// Close the timer for good (the socket is closed).
     fn retire(&self) {
-        let mut fd = self.0.lock();
-        if *fd >= 0 {
+        let mut t = self.0.lock();
+        if t.fd >= 0 {
             let ep = ENGINE_EPOLL.load(Ordering::Acquire);
             if ep >= 0 {
                 // SAFETY: the engine's epoll set; our descriptor, still open.
-                unsafe { crate::sys::epoll_ctl(ep, libc::EPOLL_CTL_DEL, *fd, std::ptr::null_mut()) };
+                unsafe { crate::sys::epoll_ctl(ep, libc::EPOLL_CTL_DEL, t.fd, std::ptr::null_mut()) };
             }
-            crate::sys::close(*fd);
+            crate::sys::close(t.fd);
         }
-        *fd = TIMER_RETIRED;
+        t.fd = TIMER_RETIRED;
     }
 }
 
@@ -271,36 +321,32 @@ static HANDOFF: Mutex<Vec<Shared<RSocket>>> = Mutex::new(Vec::new());
 /// How often the engine looks at the hand-off list while it is not empty.
 pub(crate) const HANDOFF_TICK_MS: i32 = 1;
 /// The longest the engine waits between two looks at one socket. An
-/// application that keeps calling in (a loop of non-blocking calls, or
-/// blocking calls back to back) is looked at less and less often: under
-/// emulation a wake-up of the engine each millisecond doubled rstream's
-/// ping-pong latency. One still busy at a look this long after the last
-/// turns steady: the engine stops looking at it (`STEADY`).
+/// application found back in a call at a look usually turns steady there
+/// (`STEADY`: the engine stops looking at it); one that is not (it came
+/// back for one call only, or no timer could be had, or a `repoll_wait`
+/// loop is active) is looked at less and less often, up to this interval:
+/// under emulation a wake-up of the engine each millisecond doubled
+/// rstream's ping-pong latency. One still busy at a look this long after
+/// the last turns steady in any case.
 pub(crate) const HANDOFF_MAX_MS: u32 = 16;
 
-/// Sockets whose application kept calling in through a look at the longest
-/// interval: the engine no longer wakes to look at them. Each one's calls
-/// push its timer forward (every so many calls, about once per
-/// `HANDOFF_MAX_MS` at the rate seen), so the timer expires only once they
-/// stop (or slow down), `STEADY_EXPIRY_MS` after the last push at most;
-/// the socket then goes back to the hand-off list, looked at at once. The
-/// engine takes over such a socket's completions (a peer's credits, the
-/// descriptor's readiness) within about `STEADY_EXPIRY_MS` of its
-/// application's last call, as it did with looks every `HANDOFF_MAX_MS`;
-/// while the application is busy it is not woken at all (on the emulated
-/// bed each look took a vCPU from a spinning process).
+/// Sockets whose application was back in a call at a look (after one
+/// with at least two calls, or inside one): the engine no longer wakes to
+/// look at them. Each one's calls push its timer forward (every so many
+/// calls: `push_timer` keeps them an eighth to a half of the timer's
+/// expiry apart), so the timer expires only once they stop (or slow
+/// down), its expiry after the last push; the socket is then handed over
+/// at once if no call came since that push, else it goes back to the
+/// hand-off list. The expiry is the look interval that made the socket
+/// steady, growing with the time it stays so up to `STEADY_EXPIRY_MS`:
+/// the engine takes over such a socket's completions (a peer's credits,
+/// the descriptor's readiness) about as long after its application's last
+/// call as its looks would have, and while the application is busy it is
+/// not woken at all (on the emulated bed each look took a vCPU from a
+/// spinning process).
 static STEADY: Mutex<Vec<Shared<RSocket>>> = Mutex::new(Vec::new());
-/// How long after its last push a steady socket's timer expires.
+/// The longest a steady socket's timer runs from a push.
 const STEADY_EXPIRY_MS: u32 = 2 * HANDOFF_MAX_MS;
-/// A push that finds the timer's expiry further away than this came soon
-/// after the push before (`push_timer`): less than an eighth of the
-/// longest interval (2 ms). The engine arms a timer for exactly this long
-/// when the socket turns steady, so that the first push never reads as
-/// such.
-const PUSHED_SOON_MS: u32 = STEADY_EXPIRY_MS - HANDOFF_MAX_MS / 8;
-/// A push that finds the timer's expiry nearer than this came late: more
-/// than one and a half intervals (24 ms) after the push before.
-const PUSHED_LATE_MS: u32 = HANDOFF_MAX_MS / 2;
 
 /// The engine runs its timers (and so looks at the hand-off list) within
 /// `HANDOFF_MAX_MS`: it does while a `repoll_wait` loop is active
@@ -448,7 +494,8 @@ impl RSocket {
             look_at: AtomicU64::new(0),
             rearm_mask: AtomicU32::new(NOT_STEADY),
             resume_mask: AtomicU32::new(0),
-            timer: Timer(Lock::new(TIMER_NONE)),
+            timer: Timer(Lock::new(TimerState { fd: TIMER_NONE, expiry_us: 0, busy_us: 0 })),
+            pushed_exits: AtomicU32::new(0),
         };
         // SAFETY: the value is written whole; POOL holds only sockets.
         let s = unsafe { Shared::try_new_pooled(&POOL, fd as usize, |p: *mut RSocket| p.write(value)) }?;
@@ -658,13 +705,17 @@ impl RSocket {
             return None;
         }
         let p0 = this.patience.load(Ordering::SeqCst);
-        if h == Handoff::Back && p0 == HANDOFF_MAX_MS {
+        // (While a repoll_wait loop is active its threads hand their
+        // sockets over themselves, `hand_over_now`, steady ones included:
+        // a timer would then mostly expire for nothing: there a socket
+        // turns steady only at a look at the longest interval.)
+        if h == Handoff::Back && (p0 == HANDOFF_MAX_MS || !ENGINE_TICKING.load(Ordering::SeqCst)) {
             // Still calling in, or inside a call right now (a long one: a
             // blocking wait, a large transfer; looking again every
             // interval while it lasts would wake the engine for nothing).
             let calls = this.exits_seen.load(Ordering::SeqCst).wrapping_sub(before);
             let inside = Calls::active(this.calls.load()) > 0;
-            if (calls >= 2 || inside) && Self::make_steady(this, calls.max(1)) {
+            if (calls >= 2 || inside) && Self::make_steady(this, calls.max(1), p0) {
                 return None;
             }
         }
@@ -675,20 +726,24 @@ impl RSocket {
         (h == Handoff::Back).then_some(now + p as u64)
     }
 
-    /// The application kept calling in through a whole look at the longest
-    /// interval (`calls` calls finished in it), or is inside a call at its
+    /// The application was back at a look `interval` ms after the one
+    /// before (`calls` calls finished in it), or is inside a call at its
     /// end (`calls` is then at least 1): move the socket from the hand-off
-    /// list to `STEADY` (it stays `PENDING`). From now on every n-th call
-    /// pushes its timer forward, n a power of two no larger than `calls`
-    /// (at that rate a push comes at least once an interval). False (the
-    /// engine keeps looking) if the timer or memory cannot be had.
-    fn make_steady(this: &Shared<RSocket>, calls: u32) -> bool {
+    /// list to `STEADY` (it stays `PENDING`), its timer expiring
+    /// `interval` after the last push. Calls push it every n-th call, n a
+    /// power of two no larger than half of `calls` (at the rate seen, about
+    /// two pushes an interval; `push_timer` adjusts it). False (the engine
+    /// keeps looking) if the timer or memory cannot be had.
+    fn make_steady(this: &Shared<RSocket>, calls: u32, interval: u32) -> bool {
         let mut st = STEADY.lock().unwrap_or_else(|e| e.into_inner());
-        if st.try_reserve(1).is_err() || this.timer.arm(PUSHED_SOON_MS, true).is_none() {
+        let us = interval.min(STEADY_EXPIRY_MS) * 1000;
+        if st.try_reserve(1).is_err() || !this.timer.start(us, us) {
             return false;
         }
         st.push(this.clone());
-        let n = 1u32 << (31 - calls.leading_zeros());
+        this.pushed_exits.store(this.exits_seen.load(Ordering::SeqCst), Ordering::SeqCst);
+        let half = (calls / 2).max(1);
+        let n = 1u32 << (31 - half.leading_zeros());
         // (Under the list's lock: whoever takes the socket out again stores
         // NOT_STEADY after this.)
         this.rearm_mask.store(n - 1, Ordering::SeqCst);
@@ -703,33 +758,31 @@ impl RSocket {
         self.patience.store(1, Ordering::SeqCst);
     }
 
-    /// A call that finished on a steady socket pushes its timer forward.
-    /// The first call out of a long one (the timer expired inside it:
-    /// `timer_expired`) restores the rate from before, doubled. When the
-    /// push before came less than an eighth of an interval ago (its expiry
-    /// was still that near the whole `STEADY_EXPIRY_MS` away), calls push
-    /// half as often from now on; more than one and a half ago, twice as
-    /// often. So pushes settle between 2 and 24 ms apart, clear of the
-    /// expiry at 32; the rate the engine saw (8 to 16 ms) is left alone.
-    /// The mask changes only if the engine changed nothing meanwhile. (A
-    /// stale push, racing with the socket's leaving `STEADY`, only makes the
-    /// timer expire once more for nothing.)
+    /// A call that finished on a steady socket (the `exits`-th) pushes its
+    /// timer forward. The first call out of a long one (the timer expired
+    /// inside it: `timer_expired`) restores the mask from before, halved
+    /// (twice the pushes).
+    /// When the push before came less than an eighth of the timer's
+    /// expiry ago, calls push half as often from now on; more than half of
+    /// it ago (or the timer expired meanwhile), twice as often. The mask
+    /// changes only if the engine changed nothing meanwhile. (A stale push,
+    /// racing with the socket's leaving `STEADY`, only makes the timer
+    /// expire once more for nothing.)
     #[cold]
     #[inline(never)]
-    fn push_timer(&self) {
+    fn push_timer(&self, exits: u32) {
         let mask = self.rearm_mask.load(Ordering::SeqCst);
         if mask == NOT_STEADY {
             return;
         }
-        let Some(left) = self.timer.arm(STEADY_EXPIRY_MS, false) else { return };
-        let next = if mask == 0 && left == 0 {
-            self.resume_mask.swap(0, Ordering::SeqCst)
-        } else if left > PUSHED_SOON_MS as u64 * 1_000_000 && mask < MAX_REARM_MASK {
-            mask * 2 + 1
-        } else if left < PUSHED_LATE_MS as u64 * 1_000_000 && mask > 0 {
-            mask >> 1
-        } else {
-            return;
+        let Some((since, expiry)) = self.timer.push() else { return };
+        self.pushed_exits.store(exits, Ordering::SeqCst);
+        let next = match since {
+            None if mask == 0 => self.resume_mask.swap(0, Ordering::SeqCst),
+            None => mask >> 1,
+            Some(t) if t < expiry / 8 && mask < MAX_REARM_MASK => mask * 2 + 1,
+            Some(t) if t > expiry / 2 && mask > 0 => mask >> 1,
+            Some(_) => return,
         };
         let _ = self.rearm_mask.compare_exchange(mask, next, Ordering::SeqCst, Ordering::SeqCst);
     }
@@ -812,9 +865,10 @@ impl Call {
         // Every n-th call on a steady socket pushes its timer forward.
         // (SeqCst: against `timer_expired`'s store of 0 before it sees
         // this thread inside; a plain load on x86.)
-        if Calls::exits(w).wrapping_add(1) & self.s.rearm_mask.load(Ordering::SeqCst) == 0 {
+        let exits = Calls::exits(w).wrapping_add(1);
+        if exits & self.s.rearm_mask.load(Ordering::SeqCst) == 0 {
             std::hint::cold_path();
-            self.s.push_timer();
+            self.s.push_timer(exits);
         }
         // The usual way out: the last thread out of a call that showed the
         // state at its end, no event left to it, the socket already in the
@@ -922,9 +976,11 @@ pub fn hand_over_now() {
 /// call. In the last case the socket stays steady, its timer unarmed: the
 /// way out of that call pushes it (every call's does, until they come
 /// often enough again: `push_timer`), and there is nothing to hand over
-/// before. Otherwise the socket goes back to the hand-off list; true if
-/// one did (look at the list now). An expiry of a timer whose socket
-/// already left `STEADY` is ignored.
+/// before. If no call finished since the last push, the application has
+/// stayed away for the timer's whole expiry: the socket is handed over now.
+/// Otherwise it goes back to the hand-off list; true if one did (look at
+/// the list now). An expiry of a timer whose socket already left `STEADY`
+/// is ignored.
 pub fn timer_expired(fd: i32) -> bool {
     let mut st = STEADY.lock().unwrap_or_else(|e| e.into_inner());
     let Some(i) = st.iter().position(|s| s.timer.is(fd)) else {
@@ -940,8 +996,26 @@ pub fn timer_expired(fd: i32) -> bool {
         st[i].resume_mask.store(mask >> 1, Ordering::SeqCst);
     }
     st[i].rearm_mask.store(0, Ordering::SeqCst);
-    if Calls::active(st[i].calls.load()) > 0 {
+    let w = st[i].calls.load();
+    if Calls::active(w) > 0 {
         return false;
+    }
+    if Calls::exits(w) == st[i].pushed_exits.load(Ordering::SeqCst) {
+        // Away since the last push: hand over (`handoff` decides again,
+        // in one step with the call word, whether the application is
+        // still away).
+        let s = st.swap_remove(i);
+        drop(st);
+        s.unsteady();
+        s.exits_seen.store(Calls::exits(w), Ordering::SeqCst);
+        return match RSocket::handoff(&s) {
+            Handoff::Done => false,
+            Handoff::BackListed => true,
+            Handoff::Back => {
+                relist(s);
+                true
+            }
+        };
     }
     let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
     if h.try_reserve(1).is_err() {
@@ -950,7 +1024,7 @@ pub fn timer_expired(fd: i32) -> bool {
         if mask != NOT_STEADY {
             let _ = st[i].rearm_mask.compare_exchange(0, mask, Ordering::SeqCst, Ordering::SeqCst);
         }
-        let _ = st[i].timer.arm(HANDOFF_TICK_MS as u32, false);
+        st[i].timer.arm_once(HANDOFF_TICK_MS as u32 * 1000);
         return false;
     }
     let s = st.swap_remove(i);
@@ -958,6 +1032,21 @@ pub fn timer_expired(fd: i32) -> bool {
     s.unsteady();
     h.push(s);
     true
+}
+
+/// Put a socket whose application came back (it is `PENDING`, in no list)
+/// in the hand-off list; if there is no memory for that, hand it over now
+/// as `return_handoffs` does.
+fn relist(s: Shared<RSocket>) {
+    let mut h = HANDOFF.lock().unwrap_or_else(|e| e.into_inner());
+    if h.try_reserve(1).is_ok() {
+        h.push(s);
+        return;
+    }
+    drop(h);
+    s.exits_seen.store(Calls::exits(s.calls.load()), Ordering::SeqCst);
+    RSocket::handoff(&s);
+    s.look_at.store(0, Ordering::SeqCst);
 }
 
 /// Whether sockets wait for a hand-off.
