@@ -66,14 +66,20 @@
 #     and per added code page.
 #  8. what else runs inside rstream's timed loop: each library's rstream
 #     (non-blocking and -T a, ROUNDS rounds, the libraries' runs of a round
-#     back to back, which first alternating) under `perf record -e
-#     sched:sched_switch -a`, with build/bench/rs_window.so preloaded to
-#     note the loop's first and last 64-byte rsend: the CPU time the threads
-#     other than the two rstream main threads (and the idle task) had inside
-#     the loop, how much of it the progress engine's, and how often those
-#     threads were switched in; per second of loop, medians over rounds.
-#     Every millisecond of it is one that a main thread, spinning or
-#     working on a transfer, did not have.
+#     back to back, which first alternating) with the kernel's own tracer
+#     (tracefs: the sched_switch event on all CPUs, and the system calls of
+#     threads named rsocket-engine) recording into its ring buffer, read
+#     after each run, and build/bench/rs_window.so preloaded to note the
+#     loop's first and last 64-byte rsend: the CPU time the threads other
+#     than the two rstream main threads (and the idle task) had inside the
+#     loop, how much of it the progress engine's, how often those threads
+#     were switched in, and how many system calls the engine made; per
+#     second of loop, medians over rounds. Every millisecond of it is one
+#     that a main thread, spinning or working on a transfer, did not have.
+#     (Earlier runs used `perf record -e sched:sched_switch -a`: its
+#     process put this guest's kernel into soft lockups in two of three
+#     boots on 2026-12-03. ftrace needs no process reading while the loop
+#     runs.)
 # PARTS (default 12345678) picks the parts to run.
 set -uo pipefail
 L=$PWD/build
@@ -521,21 +527,40 @@ fi
 
 # 8. other threads inside rstream's timed loop
 W=$PWD/build/bench/rs_window.so
-if part 8 && [ -f "$W" ] && command -v perf >/dev/null; then
-	echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
-	declare -A wcpu weng wsw
-	# trace wfile -> "cpu_ms engine_ms switches_in" per second of the loop:
-	# the loop is where both processes' 64-byte rsends overlap
+TR=/sys/kernel/tracing
+if part 8 && [ -f "$W" ] && { mountpoint -q $TR || mount -t tracefs nodev $TR; } 2>/dev/null &&
+	grep -qw mono $TR/trace_clock 2>/dev/null && [ -d $TR/events/raw_syscalls/sys_enter ]; then
+	declare -A wcpu weng wsw wsc
+	# The ring buffer: timestamps on CLOCK_MONOTONIC (rs_window.so's clock),
+	# room for a run's events, the engine's system calls only.
+	echo 0 >$TR/tracing_on
+	echo mono >$TR/trace_clock
+	echo 16384 >$TR/buffer_size_kb
+	echo 'comm == "rsocket-engine"' >$TR/events/raw_syscalls/sys_enter/filter
+	echo 1 >$TR/events/raw_syscalls/sys_enter/enable
+	echo 1 >$TR/events/sched/sched_switch/enable
+	# window wfile tfile -> "cpu_ms engine_ms switches_in engine_syscalls"
+	# per second of the loop: the loop is where both processes' 64-byte
+	# rsends overlap; "- - - -" when the buffer lost events
 	window() {
-		perf script -i "$2" -F cpu,time,trace 2>/dev/null | awk -v wf="$1" '
+		awk -v wf="$1" '
 			BEGIN { a = 0; b = 0; k = 0
 				while ((getline l < wf) > 0) {
 					split(l, f, " ")
 					if (!k++ || f[2] > a) a = f[2]
 					if (k == 1 || f[3] < b) b = f[3]
 				} }
-			/prev_comm=/ {
-				cpu = $1; gsub(/[][]/, "", cpu); t = $2; sub(/:$/, "", t); t += 0
+			/^# entries-in-buffer\/entries-written:/ { split($3, ent, "/"); if (ent[1] != ent[2]) lost = 1 }
+			/^#/ { next }
+			{
+				cpu = ""; t = ""
+				for (i = 1; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) { cpu = $i; break }
+				for (i++; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = $i; break }
+				if (cpu == "" || t == "") next
+				gsub(/[][]/, "", cpu); sub(/:$/, "", t); t += 0
+			}
+			/ sys_enter: / { if (t >= a && t <= b) sc++; next }
+			/ sched_switch: .*prev_comm=/ {
 				nc = $0; sub(/.*next_comm=/, "", nc); sub(/ next_pid=.*/, "", nc)
 				np = $0; sub(/.*next_pid=/, "", np); sub(/ .*/, "", np)
 				if (cpu in since) {
@@ -546,7 +571,7 @@ if part 8 && [ -f "$W" ] && command -v perf >/dev/null; then
 				since[cpu] = t; comm[cpu] = nc; pid[cpu] = np
 			}
 			END {
-				if (b <= a) { print "- - -"; exit }
+				if (b <= a || lost) { print "- - - -"; exit }
 				# the two main threads: the rstream threads with the most time in the loop
 				m1 = m2 = ""
 				for (k in on) if (k ~ /^rstream\//) {
@@ -555,7 +580,7 @@ if part 8 && [ -f "$W" ] && command -v perf >/dev/null; then
 				for (k in on) if (k != m1 && k != m2 && k !~ /^swapper/) { c += on[k]; if (k ~ /^rsocket-engine/) g += on[k] }
 				for (k in sw) if (k != m1 && k != m2 && k !~ /^swapper/) n += sw[k]
 				w = b - a
-				printf "%.2f %.2f %.1f", c * 1000 / w, g * 1000 / w, n / w }'
+				printf "%.2f %.2f %.1f %.1f", c * 1000 / w, g * 1000 / w, n / w, sc / w }' "$2"
 	}
 	for ((r = 0; r < ROUNDS; r++)); do
 		order="upstream ours"
@@ -565,20 +590,23 @@ if part 8 && [ -f "$W" ] && command -v perf >/dev/null; then
 			[ $m = a ] && mm=(-T a)
 			for lib in $order; do
 				wf=$(mktemp /tmp/rs_window.XXXXXX) tf=$(mktemp /tmp/rs_sched.XXXXXX)
-				perf record -q -k CLOCK_MONOTONIC -e sched:sched_switch -a -o "$tf" >/dev/null 2>&1 &
-				ppid=$!
-				sleep 0.5
+				echo >$TR/trace
+				echo 1 >$TR/tracing_on
 				ONE_ENV=(LD_PRELOAD="$W" RS_WINDOW_OUT="$wf")
 				one $lib -S 64 -C 1 -I 5000 "${mm[@]}" >/dev/null
 				ONE_ENV=()
-				kill -INT $ppid 2>/dev/null
-				wait $ppid 2>/dev/null
-				read -r c g n <<<"$(window "$wf" "$tf")"
-				wcpu[$lib.$m]+="${c:--} " weng[$lib.$m]+="${g:--} " wsw[$lib.$m]+="${n:--} "
+				echo 0 >$TR/tracing_on
+				cat $TR/trace >"$tf"
+				read -r c g n k <<<"$(window "$wf" "$tf")"
+				wcpu[$lib.$m]+="${c:--} " weng[$lib.$m]+="${g:--} " wsw[$lib.$m]+="${n:--} " wsc[$lib.$m]+="${k:--} "
 				rm -f "$wf" "$tf"
 			done
 		done
 	done
+	echo 0 >$TR/events/sched/sched_switch/enable
+	echo 0 >$TR/events/raw_syscalls/sys_enter/enable
+	echo 0 >$TR/events/raw_syscalls/sys_enter/filter
+	echo >$TR/trace
 	echo
 	printf '%-52s %10s %10s\n' "other threads inside rstream's timed loop" upstream rdmacm-rs
 	for m in nb a; do
@@ -586,11 +614,15 @@ if part 8 && [ -f "$W" ] && command -v perf >/dev/null; then
 		printf '%-52s %10s %10s\n' "CPU ms per second of loop, $t" "$(med <<<"${wcpu[upstream.$m]}")" "$(med <<<"${wcpu[ours.$m]}")"
 		printf '%-52s %10s %10s\n' "  of which the progress engine's" "-" "$(med <<<"${weng[ours.$m]}")"
 		printf '%-52s %10s %10s\n' "  switches-in per second of loop" "$(med <<<"${wsw[upstream.$m]}")" "$(med <<<"${wsw[ours.$m]}")"
+		printf '%-52s %10s %10s\n' "  the engine's system calls per second of loop" "-" "$(med <<<"${wsc[ours.$m]}")"
 	done
-	echo "(rstream -S 64 -C 1 -I 5000, server and client on one library, under perf record -e sched:sched_switch -a;"
-	echo " the loop: where both processes' 64-byte rsends overlap (build/bench/rs_window.so); the threads other"
-	echo " than the two rstream main threads and the idle task: their CPU time inside the loop and how often they"
-	echo " were switched in, per second of loop, medians over $ROUNDS rounds; a millisecond of it is one that a"
-	echo " main thread did not have (the guest has two vCPUs for the two processes))"
+	echo "(rstream -S 64 -C 1 -I 5000, server and client on one library, traced by ftrace: sched_switch on all"
+	echo " CPUs and the engine threads' system calls; the loop: where both processes' 64-byte rsends overlap"
+	echo " (build/bench/rs_window.so); the threads other than the two rstream main threads and the idle task:"
+	echo " their CPU time inside the loop and how often they were switched in, per second of loop, medians over"
+	echo " $ROUNDS rounds; a millisecond of it is one that a main thread did not have (the guest has two vCPUs"
+	echo " for the two processes))"
 	echo " per-round CPU ms/s: upstream nb ${wcpu[upstream.nb]}/ ours nb ${wcpu[ours.nb]}/ upstream -T a ${wcpu[upstream.a]}/ ours -T a ${wcpu[ours.a]}"
+elif part 8; then
+	echo "(part 8 skipped: needs $W and tracefs at $TR with the mono clock and the raw_syscalls events)"
 fi
