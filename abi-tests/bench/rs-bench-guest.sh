@@ -532,14 +532,16 @@ if part 8 && [ -f "$W" ] && { mountpoint -q $TR || mount -t tracefs nodev $TR; }
 	grep -qw mono $TR/trace_clock 2>/dev/null && [ -d $TR/events/raw_syscalls/sys_enter ]; then
 	declare -A wcpu weng wsw wsc
 	# The ring buffer: timestamps on CLOCK_MONOTONIC (rs_window.so's clock),
-	# room for a run's events, the engine's system calls only.
+	# room for a run's events, the engine's system calls only (the settings
+	# before are put back afterwards).
+	clock0=$(sed 's/.*\[\(.*\)\].*/\1/' $TR/trace_clock) size0=$(sed "s/.*expanded: \([0-9]*\).*/\1/" $TR/buffer_size_kb)
 	echo 0 >$TR/tracing_on
 	echo mono >$TR/trace_clock
 	echo 16384 >$TR/buffer_size_kb
 	echo 'comm == "rsocket-engine"' >$TR/events/raw_syscalls/sys_enter/filter
 	echo 1 >$TR/events/raw_syscalls/sys_enter/enable
 	echo 1 >$TR/events/sched/sched_switch/enable
-	# window wfile tfile -> "cpu_ms engine_ms switches_in engine_syscalls"
+	# window wfile -> "cpu_ms engine_ms switches_in engine_syscalls"
 	# per second of the loop: the loop is where both processes' 64-byte
 	# rsends overlap; "- - - -" when the buffer lost events
 	window() {
@@ -580,7 +582,7 @@ if part 8 && [ -f "$W" ] && { mountpoint -q $TR || mount -t tracefs nodev $TR; }
 				for (k in on) if (k != m1 && k != m2 && k !~ /^swapper/) { c += on[k]; if (k ~ /^rsocket-engine/) g += on[k] }
 				for (k in sw) if (k != m1 && k != m2 && k !~ /^swapper/) n += sw[k]
 				w = b - a
-				printf "%.2f %.2f %.1f %.1f", c * 1000 / w, g * 1000 / w, n / w, sc / w }' "$2"
+				printf "%.2f %.2f %.1f %.1f", c * 1000 / w, g * 1000 / w, n / w, sc / w }' $TR/trace
 	}
 	for ((r = 0; r < ROUNDS; r++)); do
 		order="upstream ours"
@@ -589,17 +591,16 @@ if part 8 && [ -f "$W" ] && { mountpoint -q $TR || mount -t tracefs nodev $TR; }
 			mm=()
 			[ $m = a ] && mm=(-T a)
 			for lib in $order; do
-				wf=$(mktemp /tmp/rs_window.XXXXXX) tf=$(mktemp /tmp/rs_sched.XXXXXX)
+				wf=$(mktemp /tmp/rs_window.XXXXXX)
 				echo >$TR/trace
 				echo 1 >$TR/tracing_on
 				ONE_ENV=(LD_PRELOAD="$W" RS_WINDOW_OUT="$wf")
 				one $lib -S 64 -C 1 -I 5000 "${mm[@]}" >/dev/null
 				ONE_ENV=()
 				echo 0 >$TR/tracing_on
-				cat $TR/trace >"$tf"
-				read -r c g n k <<<"$(window "$wf" "$tf")"
+				read -r c g n k <<<"$(window "$wf")"
 				wcpu[$lib.$m]+="${c:--} " weng[$lib.$m]+="${g:--} " wsw[$lib.$m]+="${n:--} " wsc[$lib.$m]+="${k:--} "
-				rm -f "$wf" "$tf"
+				rm -f "$wf"
 			done
 		done
 	done
@@ -607,6 +608,9 @@ if part 8 && [ -f "$W" ] && { mountpoint -q $TR || mount -t tracefs nodev $TR; }
 	echo 0 >$TR/events/raw_syscalls/sys_enter/enable
 	echo 0 >$TR/events/raw_syscalls/sys_enter/filter
 	echo >$TR/trace
+	echo "$clock0" >$TR/trace_clock
+	echo "$size0" >$TR/buffer_size_kb
+	echo 1 >$TR/tracing_on
 	echo
 	printf '%-52s %10s %10s\n' "other threads inside rstream's timed loop" upstream rdmacm-rs
 	for m in nb a; do
