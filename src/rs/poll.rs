@@ -21,23 +21,40 @@ use std::time::{Duration, Instant};
 /// The revents of one rsocket for `events` (after progress).
 #[link_section = ".text.sorted.rdmacm.2"]
 pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
+    revents_inline(g, events)
+}
+
+/// [`revents`] made part of its caller (`rpoll`'s look at a set of
+/// stream rsockets): the connected socket's case in line, every other
+/// state out of line, so that the commonest `rpoll` makes no call for it
+/// (docs/speed.md, "Where a round trip's extra instructions go").
+#[inline(always)]
+fn revents_inline(g: &mut Inner, events: i16) -> i16 {
     socket::progress_lazy(g);
-    let want_in = events & libc::POLLIN != 0;
-    let want_out = events & libc::POLLOUT != 0;
-    let mut r = 0;
     if g.phase == Phase::Connected {
         // Before the match, which compiles to a jump table (an indirect
         // jump on every rpoll): readable with data or once shut for
         // reading, writable when a send can go.
+        let mut r = 0;
         let c = g.conn.as_ref();
-        if want_in && (!g.rd || c.is_some_and(|c| c.has_data())) {
+        if events & libc::POLLIN != 0 && (!g.rd || c.is_some_and(|c| c.has_data())) {
             r |= libc::POLLIN;
         }
-        if want_out && g.wr && c.is_some_and(|c| c.can_send()) {
+        if events & libc::POLLOUT != 0 && g.wr && c.is_some_and(|c| c.can_send()) {
             r |= libc::POLLOUT;
         }
         return r;
     }
+    revents_not_connected(g, events)
+}
+
+/// [`revents`] of a socket in any state but connected.
+#[cold]
+#[inline(never)]
+fn revents_not_connected(g: &Inner, events: i16) -> i16 {
+    let want_in = events & libc::POLLIN != 0;
+    let want_out = events & libc::POLLOUT != 0;
+    let mut r = 0;
     match g.phase {
         Phase::Listening => {
             // A listener is always writable (as upstream's rpoll reports).
@@ -80,7 +97,7 @@ pub(crate) fn revents(g: &mut Inner, events: i16) -> i16 {
 #[inline(always)]
 fn stream_revents(s: &Call, events: i16) -> i16 {
     let mut g = s.lock();
-    let r = revents(&mut g, events);
+    let r = revents_inline(&mut g, events);
     s.leave_unshown(&mut g);
     r
 }
