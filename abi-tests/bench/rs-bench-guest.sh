@@ -534,7 +534,7 @@ if part 8 && [ -f "$W" ] && { mountpoint -q $TR || mount -t tracefs nodev $TR; }
 	# The ring buffer: timestamps on CLOCK_MONOTONIC (rs_window.so's clock),
 	# room for a run's events, the engine's system calls only (the settings
 	# before are put back afterwards).
-	clock0=$(sed 's/.*\[\(.*\)\].*/\1/' $TR/trace_clock) size0=$(sed "s/.*expanded: \([0-9]*\).*/\1/" $TR/buffer_size_kb)
+	clock0=$(sed 's/.*\[\(.*\)\].*/\1/' $TR/trace_clock) size0=$(sed "s/.*expanded: \([0-9]*\).*/\1/" $TR/buffer_size_kb) on0=$(cat $TR/tracing_on)
 	echo 0 >$TR/tracing_on
 	echo mono >$TR/trace_clock
 	echo 16384 >$TR/buffer_size_kb
@@ -610,7 +610,7 @@ if part 8 && [ -f "$W" ] && { mountpoint -q $TR || mount -t tracefs nodev $TR; }
 	echo >$TR/trace
 	echo "$clock0" >$TR/trace_clock
 	echo "$size0" >$TR/buffer_size_kb
-	echo 1 >$TR/tracing_on
+	echo "$on0" >$TR/tracing_on
 	echo
 	printf '%-52s %10s %10s\n' "other threads inside rstream's timed loop" upstream rdmacm-rs
 	for m in nb a; do
