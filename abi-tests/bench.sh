@@ -56,6 +56,7 @@ cc -O2 -shared -fPIC -o "$out/rs_marks.so" abi-tests/bench/rs_marks.c -ldl
 cc -O2 -shared -fPIC -o "$out/rs_pushes.so" abi-tests/bench/rs_pushes.c -ldl
 cc -O2 -shared -fPIC -o "$out/rs_delay.so" abi-tests/bench/rs_delay.c -ldl
 cc -O2 -shared -fPIC -o "$out/rs_window.so" abi-tests/bench/rs_window.c -ldl
+cc -O2 -shared -fPIC -o "$out/rs_sleeper.so" abi-tests/bench/rs_sleeper.c -lpthread
 cc -O2 -o "$out/rs_footprint" abi-tests/bench/rs_footprint.c
 cc -O2 -o "$out/cputime" abi-tests/bench/cputime.c
 echo
@@ -72,13 +73,14 @@ bash abi-tests/vm/run.sh --kernel 6.1 --timeout 1500 -- bash -c 'ROUNDS=5 bash a
 	grep -v 'reboot: Power down'
 
 # rsockets, in another boot of the guest (kernel 6.1). 15 rounds (~55 s
-# each, on top of ~330 s for the instruction counts): a round's ratio
-# varies by 10-70 % on this bed, and the targets sit within that of 1.0.
+# each, on top of ~330 s for the instruction counts; part 9 adds 30
+# rounds of ~15 s): a round's ratio varies by 10-70 % on this bed, and the
+# targets sit within that of 1.0.
 # (Part 8 traces the scheduler with the kernel's ftrace; with perf instead,
 # on 2026-12-03, the guest hung in soft lockups in two of three boots.)
 echo
 echo "rsockets (soft-RoCE guest):"
-bash abi-tests/vm/run.sh --kernel 6.1 --timeout 2400 -- bash -c 'ROUNDS=15 bash abi-tests/bench/rs-bench-guest.sh' |
+bash abi-tests/vm/run.sh --kernel 6.1 --timeout 3600 -- bash -c 'ROUNDS=15 bash abi-tests/bench/rs-bench-guest.sh' |
 	grep -v 'reboot: Power down'
 
 # Unmodified programs through the preload library, in a third boot.

@@ -80,7 +80,16 @@
 #     process put this guest's kernel into soft lockups in two of three
 #     boots on 2026-12-03. ftrace needs no process reading while the loop
 #     runs.)
-# PARTS (default 12345678) picks the parts to run.
+#  9. what a second thread that does nothing costs on this bed: rstream's
+#     latency (non-blocking and -T a) with upstream's library alone, with
+#     upstream's library and build/bench/rs_sleeper.so preloaded in both
+#     processes (a thread that sleeps for the life of the process: what our
+#     progress engine is to a process between its looks) and with ours;
+#     ROUNDS9 rounds (default twice ROUNDS, the effect being a few per
+#     cent), the three runs of a round one after the other in rotating
+#     order; the per-round ratios with the thread against without, and
+#     ours against upstream's with the thread (medians, 95 % intervals).
+# PARTS (default 123456789) picks the parts to run.
 set -uo pipefail
 L=$PWD/build
 ROUNDS=${ROUNDS:-7}
@@ -134,7 +143,7 @@ paired() {
 }
 # verdict RATIO le|ge -> met or MISS against 1.0
 verdict() { awk -v r="$1" -v op="$2" 'BEGIN { ok = (op == "le") ? r <= 1.0 : r >= 1.0; print (r != "-" && ok) ? "met" : "MISS" }'; }
-PARTS=${PARTS:-12345678}
+PARTS=${PARTS:-123456789}
 part() { [[ $PARTS == *$1* ]]; }
 if part 1; then
 # Each measurement runs the two libraries one right after the other, the
@@ -629,4 +638,46 @@ if part 8 && [ -f "$W" ] && { mountpoint -q $TR || mount -t tracefs nodev $TR; }
 	echo " per-round CPU ms/s: upstream nb ${wcpu[upstream.nb]}/ ours nb ${wcpu[ours.nb]}/ upstream -T a ${wcpu[upstream.a]}/ ours -T a ${wcpu[ours.a]}"
 elif part 8; then
 	echo "(part 8 skipped: needs $W and tracefs at $TR with the mono clock and the raw_syscalls events)"
+fi
+
+# 9. what a second thread that only sleeps costs upstream's rstream
+S=$PWD/build/bench/rs_sleeper.so
+if part 9 && [ -f "$S" ]; then
+	ROUNDS9=${ROUNDS9:-$((ROUNDS * 2))}
+	declare -A sl
+	cfgs=(upstream thread ours)
+	for ((r = 0; r < ROUNDS9; r++)); do
+		for m in nb a; do
+			a=(); [ $m = a ] && a=(-T a)
+			for ((k = 0; k < 3; k++)); do
+				c=${cfgs[(r + k) % 3]}
+				if [ "$c" = thread ]; then
+					ONE_ENV=(LD_PRELOAD=$S)
+					lat=$(one upstream -S 64 -C 1 -I 5000 "${a[@]}" | awk '{ print $NF }')
+					ONE_ENV=()
+				else
+					lat=$(one "$c" -S 64 -C 1 -I 5000 "${a[@]}" | awk '{ print $NF }')
+				fi
+				sl[$c.$m]+="${lat:-0} "
+			done
+		done
+	done
+	echo
+	printf '%-34s %9s %9s %9s %10s %11s %10s %11s\n' "a second thread that only sleeps" upstream "+thread" rdmacm-rs "thread/up" "95% (ratio)" "ours/+thr" "95% (ratio)"
+	for m in nb a; do
+		case $m in nb) t="latency us, non-blocking (default)" ;; *) t="latency us, rpoll (-T a)" ;; esac
+		read -r tm _ _ ti <<<"$(paired "${sl[upstream.$m]}" "${sl[thread.$m]}")"
+		read -r om _ _ oi <<<"$(paired "${sl[thread.$m]}" "${sl[ours.$m]}")"
+		printf '%-34s %9s %9s %9s %10s %11s %10s %11s\n' "$t" "$(med <<<"${sl[upstream.$m]}")" "$(med <<<"${sl[thread.$m]}")" \
+			"$(med <<<"${sl[ours.$m]}")" "$tm" "$ti" "$om" "$oi"
+	done
+	echo "(rstream -S 64 -C 1 -I 5000, server and client on one library; +thread: upstream's library with"
+	echo " build/bench/rs_sleeper.so preloaded in both processes, a thread started before main that sleeps in"
+	echo " pause(2) throughout, as our progress engine does between its looks; $ROUNDS9 rounds, the three runs of a"
+	echo " round one after the other in rotating order; usec per transfer, medians; thread/up: the median over"
+	echo " rounds of +thread / upstream, ours/+thr: of rdmacm-rs / +thread, with 95 % intervals (bootstrap))"
+	echo " per-round: upstream nb ${sl[upstream.nb]}/ +thread nb ${sl[thread.nb]}/ ours nb ${sl[ours.nb]}"
+	echo " per-round: upstream -T a ${sl[upstream.a]}/ +thread -T a ${sl[thread.a]}/ ours -T a ${sl[ours.a]}"
+elif part 9; then
+	echo "(part 9 skipped: needs $S)"
 fi
