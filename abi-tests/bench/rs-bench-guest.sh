@@ -650,14 +650,11 @@ if part 9 && [ -f "$S" ]; then
 		for m in nb a; do
 			a=(); [ $m = a ] && a=(-T a)
 			for ((k = 0; k < 3; k++)); do
-				c=${cfgs[(r + k) % 3]}
-				if [ "$c" = thread ]; then
-					ONE_ENV=(LD_PRELOAD=$S)
-					lat=$(one upstream -S 64 -C 1 -I 5000 "${a[@]}" | awk '{ print $NF }')
-					ONE_ENV=()
-				else
-					lat=$(one "$c" -S 64 -C 1 -I 5000 "${a[@]}" | awk '{ print $NF }')
-				fi
+				c=${cfgs[(r + k) % 3]}; lib=$c
+				# +thread: upstream's library, the sleeper preloaded.
+				[ "$c" = thread ] && lib=upstream ONE_ENV=(LD_PRELOAD=$S)
+				lat=$(one "$lib" -S 64 -C 1 -I 5000 "${a[@]}" | awk '{ print $NF }')
+				ONE_ENV=()
 				sl[$c.$m]+="${lat:-0} "
 			done
 		done
