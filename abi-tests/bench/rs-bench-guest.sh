@@ -18,7 +18,9 @@
 #     subtracted; build/bench/rs_bench): an rrecv that finds nothing, a
 #     64-byte round trip (blocking, non-blocking, rpoll before each call),
 #     a 64 KiB send; and per call (rsend, rrecv, rpoll, callees
-#     included) in the non-blocking and rpoll-first round trips.
+#     included) in the non-blocking and rpoll-first round trips, net of
+#     the calls that found nothing (rs_bench counts them; each costs what
+#     the eagain or idlepoll step's call does).
 #  3. wall time inside each call (build/bench/rs_calltime.so preloaded
 #     into both rstream processes: the time-stamp counter around each
 #     rsend, rrecv and rpoll), 64-byte ping-pong, non-blocking and -T a,
@@ -204,15 +206,17 @@ if part 2 && command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 	# (every 16 ms while the application keeps calling), so that callgrind's
 	# slowdown, which stretches every step, puts more of them on each step
 	# than at full speed.
+	# The client's calls that found nothing (rs_bench's stderr line) come
+	# as the words empty_rpoll=, empty_rrecv=, empty_rsend=.
 	cg() { # env step n size -> "instructions others [name=count ...]": the whole process, its threads but the first
 		local f all others
 		f=$(mktemp /tmp/cg.XXXXXX)
-		env "$1" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" "$B" client 192.0.2.1 7999 "$2" "$3" "$4" >/dev/null 2>&1 ||
+		env "$1" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" "$B" client 192.0.2.1 7999 "$2" "$3" "$4" >/dev/null 2>"$f.err" ||
 			echo "warning: rs_bench client $2 $3 ($1) failed: its count is partial" >&2
 		all=$(cat "$f"-[0-9]* 2>/dev/null | awk '/^summary:/ { s += $2 } END { print s + 0 }')
 		others=$(for t in "$f"-[0-9]*; do [[ $t == *-01 ]] || cat "$t"; done 2>/dev/null | awk '/^summary:/ { s += $2 } END { print s + 0 }')
-		echo "$all $others $(calls_of "$f-01")"
-		rm -f "$f" "$f"-[0-9]*
+		echo "$all $others $(calls_of "$f-01") $(awk '$1 == "rs_bench" && $2 == "empty:" { printf "empty_rpoll=%d empty_rrecv=%d empty_rsend=%d", $4, $6, $8 }' "$f.err")"
+		rm -f "$f" "$f.err" "$f"-[0-9]*
 	}
 	# per round trip: (count in b - count in a) / (n2 - n1) for one call
 	per_rt() { # name "a words" "b words" n1 n2
@@ -240,6 +244,27 @@ if part 2 && command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 			for c in rsend rrecv rpoll; do
 				ins[$st.$c.$lib]=$(per_rt $c "$a" "$b" "$n1" "$n2")
 			done
+			# calls that found nothing per round trip, x 1000
+			for c in empty_rpoll empty_rrecv; do
+				ins[$st.$c.$lib]=$(awk -v a="$a" -v b="$b" -v n="$c" -v d="$((n2 - n1))" 'BEGIN {
+					split(a, x, " "); split(b, y, " "); va = vb = 0
+					for (i in x) if (index(x[i], n "=") == 1) va = substr(x[i], length(n) + 2)
+					for (i in y) if (index(y[i], n "=") == 1) vb = substr(y[i], length(n) + 2)
+					printf "%d", (vb - va) * 1000 / d }')
+			done
+		done
+		# The round trips net of the calls that found nothing (they only
+		# wait, and how many there are varies with timing, most under
+		# callgrind): their count per round trip (the difference of the two
+		# runs) times what one costs (the eagain and idlepoll steps' rrecv
+		# and rpoll), taken out of the round trip and of the rrecv and rpoll
+		# rows.
+		for st in latnb latpoll; do
+			er=$(((${ins[$st.empty_rrecv.$lib]:-0} * ${ins[eagain.rrecv.$lib]:-0}) / 1000))
+			ep=$(((${ins[$st.empty_rpoll.$lib]:-0} * ${ins[idlepoll.rpoll.$lib]:-0}) / 1000))
+			ins[$st.net.$lib]=$((${ins[$st.$lib]} - er - ep))
+			ins[$st.rrecv.$lib]=$((${ins[$st.rrecv.$lib]} - er))
+			ins[$st.rpoll.$lib]=$((${ins[$st.rpoll.$lib]} - ep))
 		done
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
@@ -249,6 +274,11 @@ if part 2 && command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 		st=${s%%:*}
 		printf '%-34s %10s %10s %8s\n' "${s#*:}" "${ins[$st.upstream]}" "${ins[$st.ours]}" \
 			"$(ratio "${ins[$st.ours]}" "${ins[$st.upstream]}")"
+	done
+	for s in "latnb:non-blocking" "latpoll:rpoll first"; do
+		st=${s%%:*}
+		printf '%-34s %10s %10s %8s\n' "  ${s#*:}, net of empty calls" "${ins[$st.net.upstream]}" "${ins[$st.net.ours]}" \
+			"$(ratio "${ins[$st.net.ours]}" "${ins[$st.net.upstream]}")"
 	done
 	for s in "latnb:non-blocking" "latpoll:rpoll first"; do
 		st=${s%%:*}
@@ -262,7 +292,11 @@ if part 2 && command -v valgrind >/dev/null && [ -x build/bench/rs_bench ]; then
 	echo " a call's row counts its callees too; a step's row counts every thread of the process: of ours, the progress"
 	echo " engine's share per step is ${others[latnb.ours]} in the non-blocking round trip and ${others[bw.ours]} in the 64 KiB rsend:"
 	echo " its looks are timed by the clock, so they fall on more steps the more callgrind slows the program down;"
-	echo " upstream's threads but the first: ${others[latnb.upstream]} and ${others[bw.upstream]})"
+	echo " upstream's threads but the first: ${others[latnb.upstream]} and ${others[bw.upstream]}; a round trip's calls that"
+	echo " found nothing (an rrecv with EAGAIN, an rpoll returning 0) only wait, and how many come varies with timing:"
+	echo " per round trip, non-blocking ${ins[latnb.empty_rrecv.upstream]:-0}/1000 and ${ins[latnb.empty_rrecv.ours]:-0}/1000 rrecv (upstream/ours), rpoll first"
+	echo " ${ins[latpoll.empty_rpoll.upstream]:-0}/1000 and ${ins[latpoll.empty_rpoll.ours]:-0}/1000 rpoll; the \"net\" rows, and the per-call rrecv and rpoll rows,"
+	echo " leave them out at the cost of the eagain and idlepoll steps' call)"
 fi
 
 # 3. wall time inside each call

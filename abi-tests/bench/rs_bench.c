@@ -19,7 +19,10 @@
  *   idlepoll N rpoll(POLLIN, timeout 0) calls on an idle connection (each
  *           returns 0): one turn of a polling loop, which sets how soon a
  *           side waiting in such a loop sees a message
- * The client prints "STEP N SIZE usec_per_step". Exit 0 on success. */
+ * The client prints "STEP N SIZE usec_per_step", and on stderr how many of
+ * its calls in the steps found nothing ("rs_bench empty: rpoll A rrecv B
+ * rsend C": rpoll returning 0, rrecv or rsend failing with EAGAIN), which
+ * only wait and vary from run to run. Exit 0 on success. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -44,6 +47,9 @@ static double now_us(void)
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
+/* Calls in the steps that found nothing (see the top). */
+static unsigned long empty_rpoll, empty_rrecv, empty_rsend;
+
 /* nb: 0 blocking calls, 1 non-blocking, 2 non-blocking after rpoll (timeout 0,
  * retried), 3 non-blocking after rpoll (timeout -1) */
 static int xfer(int fd, void *buf, size_t len, int send, int nb)
@@ -54,7 +60,7 @@ static int xfer(int fd, void *buf, size_t len, int send, int nb)
 			struct pollfd p = { .fd = fd, .events = send ? POLLOUT : POLLIN };
 			int n;
 			while ((n = rpoll(&p, 1, nb == 3 ? -1 : 0)) == 0)
-				;
+				empty_rpoll++;
 			/* A hang-up that comes with the awaited event still
 			 * lets the call go (upstream's rpoll reports POLLHUP
 			 * as soon as the peer has left, data unread or not). */
@@ -69,6 +75,8 @@ static int xfer(int fd, void *buf, size_t len, int send, int nb)
 			return -1;
 		else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			return -1;
+		else if (errno != EINTR)
+			++*(send ? &empty_rsend : &empty_rrecv);
 	}
 	return 0;
 }
@@ -219,5 +227,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("%s %u %u %.3f\n", argv[4], n, size, n ? (t1 - t0) / n : 0);
+	fprintf(stderr, "rs_bench empty: rpoll %lu rrecv %lu rsend %lu\n", empty_rpoll, empty_rrecv, empty_rsend);
 	return 0;
 }
